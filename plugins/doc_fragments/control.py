@@ -1,0 +1,50 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, onionlab.tor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+
+class ModuleDocFragment(object):
+    # Connection options shared by every module; their argument spec is
+    # plugins/module_utils/_common.py control_argument_spec(). Change both together.
+    DOCUMENTATION = r"""
+options:
+  control_port:
+    description:
+      - TCP port of tor's ControlPort.
+      - Mutually exclusive with O(control_socket).
+      - With neither O(control_port) nor O(control_socket), the module uses the unix socket
+        C(/run/tor/control) when it exists (the default of the tor that Debian and Ubuntu package) and
+        otherwise C(127.0.0.1:9051); the error message names both when neither answers.
+    type: int
+  control_host:
+    description:
+      - Address of tor's ControlPort, used with O(control_port).
+    type: str
+    default: 127.0.0.1
+  control_socket:
+    description:
+      - Path of tor's ControlSocket (a unix domain socket).
+      - Mutually exclusive with O(control_port).
+    type: path
+  control_password:
+    description:
+      - Password for tor's C(HashedControlPassword) authentication.
+      - When omitted, cookie authentication (SAFECOOKIE, else COOKIE) is used if tor offers it.
+    type: str
+  cookie_path:
+    description:
+      - Path of tor's authentication cookie, overriding the C(COOKIEFILE) that tor reports
+        (for a chroot or a container whose paths differ).
+    type: path
+  timeout:
+    description:
+      - Seconds to wait for tor to accept the connection and for each complete reply.
+    type: float
+    default: 10
+notes:
+  - The modules speak tor's control protocol with the Python standard library only; nothing is installed on
+    the target.
+  - With SAFECOOKIE authentication the module verifies that tor knows the cookie before it reveals anything.
+"""

@@ -1,0 +1,175 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, onionlab.tor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Authentication: PROTOCOLINFO, then the best method that fits what the user gave.
+
+This is a private module_utils file of onionlab.tor; its API may change at any time.
+
+Order of preference: NULL (tor asks for nothing), HASHEDPASSWORD when a password was given,
+SAFECOOKIE (the server proves it knows the cookie before we reveal anything), COOKIE,
+HASHEDPASSWORD. References: control-spec 3.5 (AUTHENTICATE), 3.21 (PROTOCOLINFO) and
+3.24 (AUTHCHALLENGE). Secrets (password, cookie, hashes) never appear in an error message.
+"""
+
+from __future__ import annotations
+
+import binascii
+import hashlib
+import hmac
+import os
+
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import (
+    AuthenticationFailed,
+    OperationFailed,
+    ProtocolError,
+)
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.reply import (
+    check_value,
+    format_command,
+    parse_mapping,
+    quote,
+)
+
+COOKIE_LENGTH = 32
+NONCE_LENGTH = 32
+SERVER_HASH_KEY = b"Tor safe cookie authentication server-to-controller hash"
+CLIENT_HASH_KEY = b"Tor safe cookie authentication controller-to-server hash"
+
+
+class ProtocolInfo(object):
+    """What PROTOCOLINFO told us: auth methods, cookie file, tor version."""
+
+    __slots__ = ("protocol_version", "methods", "cookie_file", "tor_version")
+
+    def __init__(self, protocol_version, methods, cookie_file, tor_version):
+        self.protocol_version = protocol_version
+        self.methods = methods
+        self.cookie_file = cookie_file
+        self.tor_version = tor_version
+
+    def as_dict(self):
+        return {"protocol_version": self.protocol_version, "methods": list(self.methods),
+                "cookie_file": self.cookie_file, "tor_version": self.tor_version}
+
+
+def parse_protocolinfo(reply):
+    reply.raise_for_status("PROTOCOLINFO")
+    protocol_version = None
+    methods = []
+    cookie_file = None
+    tor_version = None
+    for line in reply.lines:
+        keyword, _sep, rest = line.text.partition(" ")
+        if keyword == "PROTOCOLINFO":
+            protocol_version = rest.strip()
+        elif keyword == "AUTH":
+            _pos, mapping = parse_mapping(rest)
+            if "METHODS" not in mapping:
+                raise ProtocolError("PROTOCOLINFO AUTH line has no METHODS")
+            methods = [m for m in mapping["METHODS"].split(",") if m]
+            cookie_file = mapping.get("COOKIEFILE")
+        elif keyword == "VERSION":
+            _pos, mapping = parse_mapping(rest)
+            tor_version = mapping.get("Tor")
+    if protocol_version is None:
+        raise ProtocolError("PROTOCOLINFO reply has no PROTOCOLINFO line")
+    if protocol_version != "1":
+        raise ProtocolError("tor speaks PROTOCOLINFO version %r; only 1 is known" % protocol_version)
+    return ProtocolInfo(protocol_version, tuple(methods), cookie_file, tor_version)
+
+
+def protocolinfo(sock):
+    return parse_protocolinfo(sock.request(format_command("PROTOCOLINFO", ["1"])))
+
+
+def read_cookie(path):
+    """The 32-byte authentication cookie; a clear error when it is missing or wrong."""
+    try:
+        with open(path, "rb") as handle:
+            cookie = handle.read(COOKIE_LENGTH + 1)
+    except OSError as exc:
+        raise AuthenticationFailed("cannot read tor's authentication cookie %s: %s (run as a user in "
+                                   "tor's group, or set cookie_path)" % (path, exc.strerror or exc))
+    if len(cookie) != COOKIE_LENGTH:
+        raise AuthenticationFailed("authentication cookie %s is not %d bytes long; it is not a tor cookie"
+                                   % (path, COOKIE_LENGTH))
+    return cookie
+
+
+def safecookie_hashes(cookie, client_nonce, server_nonce):
+    """(server hash we expect, client hash we send) per control-spec 3.24."""
+    message = cookie + client_nonce + server_nonce
+    server = hmac.new(SERVER_HASH_KEY, message, hashlib.sha256).digest()
+    client = hmac.new(CLIENT_HASH_KEY, message, hashlib.sha256).digest()
+    return server, client
+
+
+def _authenticate(sock, token):
+    args = [token] if token else []
+    reply = sock.request(format_command("AUTHENTICATE", args))
+    if not reply.ok:
+        # tor closes the connection after a failed AUTHENTICATE
+        sock.close()
+        raise AuthenticationFailed("tor refused authentication: %s %s" % (reply.code, reply.lines[-1].text))
+
+
+def _safecookie(sock, cookie):
+    client_nonce = os.urandom(NONCE_LENGTH)
+    reply = sock.request(format_command("AUTHCHALLENGE", ["SAFECOOKIE", binascii.hexlify(client_nonce).decode()]))
+    try:
+        reply.raise_for_status("AUTHCHALLENGE")
+    except OperationFailed as exc:
+        sock.close()
+        raise AuthenticationFailed("tor refused the SAFECOOKIE challenge: %s %s" % (exc.code, exc.message))
+    keyword, _sep, rest = reply.lines[-1].text.partition(" ")
+    _pos, mapping = parse_mapping(rest)
+    try:
+        if keyword != "AUTHCHALLENGE":
+            raise ValueError
+        server_hash = binascii.unhexlify(mapping["SERVERHASH"])
+        server_nonce = binascii.unhexlify(mapping["SERVERNONCE"])
+        if len(server_hash) != 32 or len(server_nonce) != NONCE_LENGTH:
+            raise ValueError
+    except (KeyError, ValueError, TypeError, binascii.Error):
+        sock.close()
+        raise ProtocolError("malformed AUTHCHALLENGE reply")
+    expected, client_hash = safecookie_hashes(cookie, client_nonce, server_nonce)
+    if not hmac.compare_digest(expected, server_hash):
+        sock.close()
+        raise AuthenticationFailed("SAFECOOKIE: the server's hash does not match our cookie, so the peer at %s "
+                                   "does not know it (a stale cookie, or not the tor you think); refusing to "
+                                   "authenticate" % sock.where)
+    _authenticate(sock, binascii.hexlify(client_hash).decode())
+
+
+def authenticate(sock, info, password=None, cookie_path=None):
+    """Authenticate on sock with the best method tor offers; returns the method used."""
+    methods = set(info.methods)
+    offered = ", ".join(info.methods) or "nothing"
+    if "NULL" in methods:
+        _authenticate(sock, None)
+        return "NULL"
+    if password is not None and "HASHEDPASSWORD" in methods:
+        check_value(password, "control_password")
+        _authenticate(sock, quote(password))
+        return "HASHEDPASSWORD"
+    cookie_methods = methods & {"SAFECOOKIE", "COOKIE"}
+    if cookie_methods:
+        path = cookie_path or info.cookie_file
+        if not path:
+            raise AuthenticationFailed("tor offers cookie authentication (%s) but names no cookie file; "
+                                       "set cookie_path" % offered)
+        try:
+            cookie = read_cookie(path)
+        except AuthenticationFailed as exc:
+            if "HASHEDPASSWORD" in methods:
+                raise AuthenticationFailed("%s; tor also accepts a password: set control_password" % exc)
+            raise
+        if "SAFECOOKIE" in cookie_methods:
+            _safecookie(sock, cookie)
+            return "SAFECOOKIE"
+        _authenticate(sock, binascii.hexlify(cookie).decode())
+        return "COOKIE"
+    if "HASHEDPASSWORD" in methods:
+        raise AuthenticationFailed("tor requires a password (it offers %s); set control_password" % offered)
+    raise AuthenticationFailed("tor offers no authentication method we support (it offers %s)" % offered)

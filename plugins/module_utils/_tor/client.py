@@ -1,0 +1,263 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, onionlab.tor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Typed control-protocol commands over an authenticated connection.
+
+This is a private module_utils file of onionlab.tor; its API may change at any time.
+
+    with connect(port=9051) as tor:                      # or socket_path=..., password=...
+        tor.get_info("version", "config-text")          # {'version': '0.4.9.11', ...}
+        tor.get_conf("HiddenServiceOptions")            # [('HiddenServiceDir', '/x'), ...]
+        tor.set_conf([("HiddenServiceDir", "/x"), ("HiddenServicePort", "80 127.0.0.1:8080")])
+
+Every value is checked (no CR, LF, NUL) and quoted per the spec before anything is sent.
+Nothing here imports Ansible.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import auth as _auth
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import (
+    ConnectionFailed,
+    OperationFailed,
+    ProtocolError,
+    UnsafeValue,
+)
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.reply import (
+    check_config_key,
+    check_keyword,
+    check_token,
+    check_value,
+    format_command,
+    parse_key_values,
+    parse_mapping,
+    quote,
+)
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.transport import DEFAULT_TIMEOUT, ControlSocket
+
+DEFAULT_SOCKET = "/run/tor/control"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 9051
+
+SIGNALS = frozenset(["RELOAD", "HUP", "SHUTDOWN", "INT", "DUMP", "USR1", "DEBUG", "USR2", "HALT", "TERM",
+                     "NEWNYM", "CLEARDNSCACHE", "HEARTBEAT", "ACTIVE", "DORMANT"])
+ONION_FLAGS = frozenset(["DiscardPK", "Detach", "BasicAuth", "V3Auth", "NonAnonymous", "MaxStreamsCloseCircuit"])
+_SERVICE_ID_RE = re.compile(r"^[a-z2-7]{56}\Z")
+
+
+class Controller(object):
+    """An authenticated control connection. Use connect() to make one."""
+
+    def __init__(self, sock, protocol_info=None, auth_method=None):
+        self.sock = sock
+        self.protocol_info = protocol_info
+        self.auth_method = auth_method
+
+    # -- plumbing --------------------------------------------------------------------------
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+    @property
+    def events(self):
+        return self.sock.events
+
+    @property
+    def where(self):
+        return self.sock.where
+
+    def request(self, keyword, args=(), data=None):
+        """Send one command and return its Reply, raising OperationFailed on an error status."""
+        return self.sock.request(format_command(keyword, args, data)).raise_for_status(keyword)
+
+    def close(self):
+        """Send QUIT (best effort) and close the socket."""
+        if not self.sock.closed:
+            try:
+                self.sock.send(format_command("QUIT"))
+            except ConnectionFailed:
+                pass
+            self.sock.close()
+
+    quit = close
+
+    # -- GETINFO ---------------------------------------------------------------------------
+    def get_info(self, *keys):
+        """Many keys in one GETINFO. Returns {key: value}; multi-line values joined by LF."""
+        if not keys:
+            return {}
+        for key in keys:
+            check_keyword(key, "GETINFO key")
+        reply = self.request("GETINFO", keys)
+        result = {}
+        for key, value in parse_key_values(reply):
+            result[key] = value if value is not None else ""
+        missing = [k for k in keys if k not in result]
+        if missing:
+            raise ProtocolError("GETINFO reply lacks %s" % ", ".join(missing))
+        return result
+
+    # -- configuration ---------------------------------------------------------------------
+    def get_conf(self, *keys):
+        """GETCONF: a list of (option, value or None for unset) in tor's order, repeats kept."""
+        for key in keys:
+            check_config_key(key)
+        return parse_key_values(self.request("GETCONF", keys))
+
+    def get_conf_map(self, *keys):
+        """GETCONF as {option: [values]} (empty list when unset)."""
+        result = {}
+        for key, value in self.get_conf(*keys):
+            result.setdefault(key, [])
+            if value is not None:
+                result[key].append(value)
+        return result
+
+    @staticmethod
+    def _conf_args(pairs):
+        args = []
+        for key, value in pairs:
+            check_config_key(key)
+            if value is None:
+                args.append(key)
+            else:
+                args.append("%s=%s" % (key, quote(check_value(str(value), "value of %s" % key))))
+        return args
+
+    def set_conf(self, pairs):
+        """SETCONF with an ordered list of (option, value or None); one atomic command."""
+        pairs = list(pairs.items()) if isinstance(pairs, dict) else list(pairs)
+        if not pairs:
+            return
+        self.request("SETCONF", self._conf_args(pairs))
+
+    def reset_conf(self, pairs):
+        """RESETCONF: like set_conf; a bare option (value None) goes back to its default."""
+        pairs = [(p, None) if isinstance(p, str) else p for p in pairs]
+        if not pairs:
+            return
+        self.request("RESETCONF", self._conf_args(pairs))
+
+    def save_conf(self, force=False):
+        self.request("SAVECONF", ["FORCE"] if force else [])
+
+    def signal(self, name):
+        if name not in SIGNALS:
+            raise UnsafeValue("unknown signal %r" % (name,))
+        self.request("SIGNAL", [name])
+
+    def take_ownership(self):
+        self.request("TAKEOWNERSHIP")
+
+    # -- onion services --------------------------------------------------------------------
+    def add_onion(self, ports, key_type="NEW", key_blob="ED25519-V3", flags=(), max_streams=None,
+                  client_auth_v3=()):
+        """ADD_ONION. ports: list of (virtual port, target or None). Returns
+        {'service_id': ..., 'private_key': 'ED25519-V3:...' or None}. The key blob is a secret:
+        it is never put into an error message."""
+        check_token(key_type, "key type")
+        try:
+            check_token(key_blob, "key")
+        except UnsafeValue:
+            raise UnsafeValue("the private key is not a valid key blob (no spaces or control characters allowed)")
+        args = ["%s:%s" % (key_type, key_blob)]
+        flags = list(flags)
+        for flag in flags:
+            if flag not in ONION_FLAGS:
+                raise UnsafeValue("unknown ADD_ONION flag %r" % (flag,))
+        if flags:
+            args.append("Flags=" + ",".join(flags))
+        if max_streams is not None:
+            args.append("MaxStreams=%d" % int(max_streams))
+        if not ports:
+            raise UnsafeValue("ADD_ONION needs at least one port")
+        for virt, target in ports:
+            port = "%d" % int(virt)
+            if target is not None:
+                port += "," + check_token(str(target), "port target")
+            args.append("Port=" + port)
+        for key in client_auth_v3:
+            args.append("ClientAuthV3=" + check_token(key, "client auth key"))
+        reply = self.sock.request(format_command("ADD_ONION", args))
+        if not reply.ok:
+            # never echo our own command (it may carry the key); tor's message does not
+            raise OperationFailed(reply.code, reply.lines[-1].text, "ADD_ONION")
+        result = {"service_id": None, "private_key": None, "client_auth": []}
+        for key, value in parse_key_values(reply):
+            if key == "ServiceID":
+                result["service_id"] = value
+            elif key == "PrivateKey":
+                result["private_key"] = value
+            elif key == "ClientAuth":
+                result["client_auth"].append(value)
+        if not result["service_id"] or not _SERVICE_ID_RE.match(result["service_id"]):
+            raise ProtocolError("ADD_ONION reply has no valid v3 ServiceID")
+        return result
+
+    def del_onion(self, service_id):
+        """DEL_ONION; returns False when tor did not have that service (552), True when removed."""
+        check_token(service_id, "service id")
+        reply = self.sock.request(format_command("DEL_ONION", [service_id]))
+        if reply.ok:
+            return True
+        if reply.code == "552":
+            return False
+        raise OperationFailed(reply.code, reply.lines[-1].text, "DEL_ONION")
+
+    def list_onions(self):
+        """{'current': [service ids of this connection], 'detached': [...]}."""
+        info = self.get_info("onions/current", "onions/detached")
+        return {"current": _id_list(info["onions/current"]), "detached": _id_list(info["onions/detached"])}
+
+
+def _id_list(value):
+    ids = [v.strip() for v in (value or "").split("\n") if v.strip()]
+    for sid in ids:
+        if not _SERVICE_ID_RE.match(sid):
+            raise ProtocolError("tor listed an onion service id that is not a v3 id")
+    return ids
+
+
+def connect(host=None, port=None, socket_path=None, password=None, cookie_path=None,
+            timeout=DEFAULT_TIMEOUT, authenticate=True, **socket_options):
+    """Open, PROTOCOLINFO and authenticate. With neither port nor socket_path: the Debian
+    socket /run/tor/control when it exists, else 127.0.0.1:9051 (the error names both)."""
+    if port is not None and socket_path is not None:
+        raise ConnectionFailed("give either a control port or a control socket, not both")
+    if socket_path is not None:
+        sock = ControlSocket.unix(socket_path, timeout, **socket_options)
+    elif port is not None:
+        sock = ControlSocket.tcp(host or DEFAULT_HOST, port, timeout, **socket_options)
+    else:
+        tried = []
+        if os.path.exists(DEFAULT_SOCKET):
+            try:
+                sock = ControlSocket.unix(DEFAULT_SOCKET, timeout, **socket_options)
+            except ConnectionFailed as exc:
+                tried.append(str(exc))
+                sock = None
+        else:
+            tried.append("no control socket at %s" % DEFAULT_SOCKET)
+            sock = None
+        if sock is None:
+            try:
+                sock = ControlSocket.tcp(host or DEFAULT_HOST, DEFAULT_PORT, timeout, **socket_options)
+            except ConnectionFailed as exc:
+                tried.append(str(exc))
+                raise ConnectionFailed("could not find tor's control interface: %s (set control_port or "
+                                       "control_socket)" % "; ".join(tried))
+    try:
+        info = _auth.protocolinfo(sock)
+        method = _auth.authenticate(sock, info, password, cookie_path) if authenticate else None
+    except BaseException:
+        sock.close()
+        raise
+    return Controller(sock, info, method)
+
+
+__all__ = ["Controller", "connect", "parse_mapping", "DEFAULT_SOCKET", "DEFAULT_PORT"]
