@@ -33,4 +33,4 @@ if str(COLLECTIONS) not in sys.path:
 os.environ["ANSIBLE_COLLECTIONS_PATH"] = str(COLLECTIONS)
 sys.path.insert(0, str(REPO / "tests"))
 
-pytest_plugins = ["harness.tor_fixtures"]
+from harness.tor_fixtures import *  # noqa: E402,F401,F403  (fixtures)

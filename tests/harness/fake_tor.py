@@ -1,0 +1,85 @@
+# Copyright (c) 2026, onionlab.tor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A scripted fake controller over a real loopback socket, for what a real tor cannot be
+made to do: wrong SAFECOOKIE hashes, interleaved events, malformed or truncated replies, a
+peer that stops answering, oversized lines.
+
+    with FakeTor([(b"PROTOCOLINFO", b"250-PROTOCOLINFO 1\\r\\n..."), ...]) as fake:
+        connect(port=fake.port, ...)
+
+Each step is (expected command prefix or None, bytes to send back or a callable(line) ->
+bytes or None). A step whose reply is FakeTor.HANG sends nothing and keeps the socket open;
+FakeTor.CLOSE closes it. Received lines are kept in .received.
+"""
+
+import socket
+import threading
+
+
+class FakeTor(object):
+    HANG = object()
+    CLOSE = object()
+
+    def __init__(self, script, greeting=b""):
+        self.script = list(script)
+        self.greeting = greeting
+        self.received = []
+        self.errors = []
+        self._server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._server.bind(("127.0.0.1", 0))
+        self._server.listen(1)
+        self.port = self._server.getsockname()[1]
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    def _serve(self):
+        self._server.settimeout(10)
+        try:
+            conn, _ = self._server.accept()
+        except OSError:
+            return
+        conn.settimeout(10)
+        buf = b""
+        try:
+            if self.greeting:
+                conn.sendall(self.greeting)
+            for expect, answer in self.script:
+                while b"\r\n" not in buf:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        return
+                    buf += chunk
+                line, buf = buf.split(b"\r\n", 1)
+                self.received.append(line)
+                if expect is not None and not line.startswith(expect):
+                    self.errors.append("expected %r, got %r" % (expect, line))
+                    return
+                if callable(answer):
+                    answer = answer(line)
+                if answer is self.HANG:
+                    self._stop.wait(30)
+                    return
+                if answer is self.CLOSE:
+                    return
+                if answer:
+                    conn.sendall(answer)
+            # script done: read what else comes (QUIT) until the peer closes
+            while not self._stop.is_set():
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                self.received.extend(chunk.split(b"\r\n")[:-1])
+        except OSError:
+            return
+        finally:
+            conn.close()
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._server.close()
+        self._thread.join(5)
