@@ -1,0 +1,45 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, onionlab.tor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Argument spec pieces of tor_hidden_service, shared by its single-service options and the
+elements of its services list (documented in plugins/doc_fragments/hidden_service.py).
+
+This is a private module_utils file of onionlab.tor; its API may change at any time.
+"""
+
+from __future__ import annotations
+
+PORT_SPEC = dict(
+    port=dict(type="int", required=True),
+    target_address=dict(type="str"),
+    target_port=dict(type="int"),
+)
+
+CLIENT_SPEC = dict(
+    name=dict(type="str", required=True),
+    public_key=dict(type="str"),
+)
+
+SERVICE_OPTIONS = dict(
+    ports=dict(type="list", elements="dict", options=PORT_SPEC),
+    max_streams=dict(type="int"),
+    max_streams_close_circuit=dict(type="bool"),
+    dir_group_readable=dict(type="bool"),
+    allow_unknown_ports=dict(type="bool"),
+    num_intro_points=dict(type="int"),
+    version=dict(type="int", choices=[3]),
+    extra_options=dict(type="dict"),
+    authorized_clients=dict(type="list", elements="dict", options=CLIENT_SPEC),
+)
+
+
+def services_element_spec():
+    """One element of `services`: a persistent service, as tor_hidden_service_info returns it
+    (its read-only keys are accepted and ignored so that the output can be fed back)."""
+    spec = dict(SERVICE_OPTIONS)
+    spec.update(
+        path=dict(type="path", required=True),
+        type=dict(type="str", choices=["persistent"], default="persistent"),
+        onion_address=dict(type="str"),
+    )
+    return spec

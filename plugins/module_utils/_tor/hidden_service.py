@@ -1,0 +1,393 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, onionlab.tor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Onion-service configuration as data: tor's HiddenService* block <-> service dicts, the
+managed drop-in file, torrc scanning, and the ephemeral-service record.
+
+This is a private module_utils file of onionlab.tor; its API may change at any time.
+
+A persistent service dict has the shape that tor_hidden_service takes and
+tor_hidden_service_info returns:
+
+    {'path': '/var/lib/tor/web', 'ports': [{'port': 80, 'target_address': '127.0.0.1',
+     'target_port': 8080}], 'version': 3, 'max_streams': 0, 'max_streams_close_circuit': False,
+     'dir_group_readable': False, 'allow_unknown_ports': False, 'num_intro_points': 3,
+     'extra_options': {}}
+
+A unix-socket target is {'port': 80, 'target_address': 'unix:/run/web.sock', 'target_port': None}.
+"""
+
+from __future__ import annotations
+
+import glob
+import ipaddress
+import json
+import os
+import re
+import tempfile
+
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import ProtocolError, TorError
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.reply import check_value, unquote
+
+
+class ServiceConfigError(TorError, ValueError):
+    """A service parameter that tor would refuse or that is unsafe."""
+
+
+# option name in tor, key in our dict, kind, default
+OPTIONS = (
+    ("HiddenServiceVersion", "version", "int", 3),
+    ("HiddenServiceMaxStreams", "max_streams", "int", 0),
+    ("HiddenServiceMaxStreamsCloseCircuit", "max_streams_close_circuit", "bool", False),
+    ("HiddenServiceDirGroupReadable", "dir_group_readable", "bool", False),
+    ("HiddenServiceAllowUnknownPorts", "allow_unknown_ports", "bool", False),
+    ("HiddenServiceNumIntroductionPoints", "num_intro_points", "int", 3),
+)
+_BY_TOR_NAME = dict((o[0].lower(), o) for o in OPTIONS)
+_EXTRA_KEY_RE = re.compile(r"^HiddenService[A-Za-z0-9]+\Z")
+_RESERVED = set(["hiddenservicedir", "hiddenserviceport"]) | set(_BY_TOR_NAME)
+DEFAULT_TARGET = "127.0.0.1"
+
+
+# -- ports ---------------------------------------------------------------------------------------
+def _check_port(value, what):
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65535:
+        raise ServiceConfigError("%s must be a port number between 1 and 65535, got %r" % (what, value))
+    return value
+
+
+def normalize_port(entry):
+    """A port mapping from the module's parameters -> the canonical dict."""
+    if isinstance(entry, int) and not isinstance(entry, bool):
+        entry = {"port": entry}
+    if not isinstance(entry, dict):
+        raise ServiceConfigError("each port must be a dict with port, target_address, target_port")
+    port = _check_port(entry.get("port"), "port")
+    address = entry.get("target_address")
+    address = DEFAULT_TARGET if address in (None, "") else address
+    check_value(address, "target_address")
+    target_port = entry.get("target_port")
+    if address.startswith("unix:"):
+        path = address[5:]
+        if not path.startswith("/") or any(c in path for c in ' \t"\\'):
+            raise ServiceConfigError("target_address %r: a unix target must be unix:/absolute/path without "
+                                     "spaces, quotes or backslashes" % address)
+        if target_port is not None:
+            raise ServiceConfigError("target_port makes no sense with the unix target %s" % address)
+        return {"port": port, "target_address": address, "target_port": None}
+    host = address[1:-1] if address.startswith("[") and address.endswith("]") else address
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        raise ServiceConfigError("target_address %r is neither an IP address nor unix:/path" % address)
+    target_port = port if target_port is None else _check_port(target_port, "target_port")
+    return {"port": port, "target_address": host, "target_port": target_port}
+
+
+def port_to_tor(entry):
+    """Canonical port dict -> HiddenServicePort value."""
+    if entry["target_port"] is None:
+        return "%d %s" % (entry["port"], entry["target_address"])
+    address = entry["target_address"]
+    if ":" in address:
+        address = "[%s]" % address
+    return "%d %s:%d" % (entry["port"], address, entry["target_port"])
+
+
+def port_to_add_onion(entry):
+    return port_to_tor(entry).replace(" ", ",", 1)
+
+
+def port_from_tor(value):
+    """HiddenServicePort value as tor reports it -> canonical dict."""
+    parts = value.split()
+    if not parts or len(parts) > 2:
+        raise ProtocolError("unexpected HiddenServicePort value %r" % value[:80])
+    port = int(parts[0]) if parts[0].isdigit() else None
+    if port is None:
+        raise ProtocolError("unexpected HiddenServicePort value %r" % value[:80])
+    if len(parts) == 1:
+        return {"port": port, "target_address": DEFAULT_TARGET, "target_port": port}
+    target = parts[1]
+    if target.startswith("unix:"):
+        path = target[5:]
+        if path.startswith('"'):
+            path = unquote(path)[0]
+        return {"port": port, "target_address": "unix:" + path, "target_port": None}
+    if target.isdigit():
+        return {"port": port, "target_address": DEFAULT_TARGET, "target_port": int(target)}
+    m = re.match(r"^\[([0-9A-Fa-f:.]+)\](?::(\d+))?\Z", target) or re.match(r"^([^:]+)(?::(\d+))?\Z", target)
+    if not m:
+        raise ProtocolError("unexpected HiddenServicePort target %r" % target[:80])
+    return {"port": port, "target_address": m.group(1),
+            "target_port": int(m.group(2)) if m.group(2) else port}
+
+
+# -- services ------------------------------------------------------------------------------------
+def _as_bool(value):
+    if isinstance(value, bool):
+        return value
+    return str(value).strip().lower() in ("1", "true", "yes")
+
+
+def default_service(path):
+    service = {"path": path, "ports": []}
+    for _tor, key, _kind, default in OPTIONS:
+        service[key] = default
+    service["extra_options"] = {}
+    return service
+
+
+def normalize_service(params):
+    """Module parameters of one persistent service -> canonical service dict."""
+    path = params.get("path")
+    if not path or not isinstance(path, str):
+        raise ServiceConfigError("path (the HiddenServiceDir) is required")
+    check_value(path, "path")
+    if not os.path.isabs(path):
+        raise ServiceConfigError("path must be absolute, got %r" % path)
+    if any(c in path for c in '"\\') or path != path.strip():
+        raise ServiceConfigError("path %r must not contain quotes or backslashes or surrounding spaces" % path)
+    path = os.path.normpath(path)
+    service = default_service(path)
+    ports = params.get("ports") or []
+    service["ports"] = [normalize_port(p) for p in ports]
+    for _tor, key, kind, default in OPTIONS:
+        value = params.get(key)
+        if value is None:
+            continue
+        if kind == "int":
+            try:
+                value = int(value)
+            except (TypeError, ValueError):
+                raise ServiceConfigError("%s must be an integer" % key)
+        else:
+            value = _as_bool(value)
+        service[key] = value
+    if service["version"] != 3:
+        raise ServiceConfigError("only version 3 onion services are supported (tor removed v2)")
+    if not 0 <= service["max_streams"] <= 65535:
+        raise ServiceConfigError("max_streams must be between 0 and 65535")
+    if not 1 <= service["num_intro_points"] <= 20:
+        raise ServiceConfigError("num_intro_points must be between 1 and 20")
+    extra = params.get("extra_options") or {}
+    for key, value in extra.items():
+        if not _EXTRA_KEY_RE.match(key) or key.lower() in _RESERVED:
+            raise ServiceConfigError("extra_options key %r must be another HiddenService* option (the ones "
+                                     "with their own parameter are not allowed here)" % key)
+        values = value if isinstance(value, list) else [value]
+        out = []
+        for v in values:
+            v = ("1" if v else "0") if isinstance(v, bool) else str(v)
+            check_value(v, "extra_options %s" % key)
+            out.append(v)
+        service["extra_options"][key] = out
+    return service
+
+
+def services_from_conf(pairs):
+    """GETCONF HiddenServiceOptions pairs -> list of canonical service dicts (tor's order)."""
+    services = []
+    current = None
+    for key, value in pairs:
+        if value is None:
+            continue
+        lkey = key.lower()
+        if lkey == "hiddenservicedir":
+            current = default_service(os.path.normpath(value))
+            services.append(current)
+            continue
+        if current is None:
+            raise ProtocolError("tor reported %s before any HiddenServiceDir" % key)
+        if lkey == "hiddenserviceport":
+            current["ports"].append(port_from_tor(value))
+        elif lkey in _BY_TOR_NAME:
+            _tor, name, kind, _default = _BY_TOR_NAME[lkey]
+            current[name] = int(value) if kind == "int" else _as_bool(value)
+        else:
+            current["extra_options"].setdefault(key, []).append(value)
+    return services
+
+
+def service_to_conf(service):
+    """Canonical service -> ordered (option, value) pairs; defaults are left out."""
+    pairs = [("HiddenServiceDir", service["path"])]
+    for port in service["ports"]:
+        pairs.append(("HiddenServicePort", port_to_tor(port)))
+    for tor_name, key, kind, default in OPTIONS:
+        value = service[key]
+        if value != default:
+            pairs.append((tor_name, ("1" if value else "0") if kind == "bool" else str(value)))
+    for key in sorted(service["extra_options"]):
+        for value in service["extra_options"][key]:
+            pairs.append((key, value))
+    return pairs
+
+
+def block_to_conf(services):
+    """The whole HiddenService block for one SETCONF (a bare HiddenServiceDir clears it)."""
+    if not services:
+        return [("HiddenServiceDir", None)]
+    pairs = []
+    for service in services:
+        pairs.extend(service_to_conf(service))
+    return pairs
+
+
+def config_view(service):
+    """What to compare and show in a diff: the service without derived keys."""
+    keys = ["path", "ports"] + [o[1] for o in OPTIONS] + ["extra_options"]
+    return dict((k, service[k]) for k in keys if k in service)
+
+
+# -- the managed drop-in file ------------------------------------------------------------------
+DROP_IN_HEADER = ("# Managed by onionlab.tor (tor_hidden_service): the onion services it configures.\n"
+                  "# Included from torrc so that they survive a restart. Edits here are overwritten.\n")
+
+
+def _torrc_quote(value):
+    return '"%s"' % value.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def render_drop_in(services):
+    lines = [DROP_IN_HEADER]
+    for service in services:
+        lines.append("\n")
+        for key, value in service_to_conf(service):
+            if key == "HiddenServiceDir":
+                value = _torrc_quote(value)
+            lines.append("%s %s\n" % (key, value))
+    return "".join(lines)
+
+
+def parse_torrc_lines(text):
+    """(keyword, value) pairs of a torrc text: comments, blanks and continuations handled."""
+    pairs = []
+    logical = []
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        if line.endswith("\\"):
+            logical.append(line[:-1])
+            continue
+        logical.append(line)
+        joined = " ".join(logical).strip()
+        logical = []
+        if not joined or joined.startswith("#"):
+            continue
+        m = re.match(r"^(\S+)\s*(.*)\Z", joined)
+        key, value = m.group(1), m.group(2).strip()
+        if value.startswith('"'):
+            try:
+                value = unquote(value)[0]
+            except ProtocolError:
+                pass
+        elif "#" in value:
+            value = value.split("#", 1)[0].strip()
+        pairs.append((key, value))
+    return pairs
+
+
+def read_drop_in(path):
+    """Services in our drop-in (None when the file does not exist)."""
+    try:
+        with open(path) as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        return None
+    return services_from_conf(parse_torrc_lines(text))
+
+
+def atomic_write(path, text, mode=0o644):
+    """Write via a temp file in the same directory and rename: never a half-written file."""
+    directory = os.path.dirname(path) or "."
+    fd, tmp = tempfile.mkstemp(prefix=".onionlab.", dir=directory)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.rename(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def torrc_files(config_file, skip=None):
+    """config_file and every file it %includes (recursively), in order, skipping `skip`."""
+    out = []
+    seen = set()
+
+    def visit(path, depth):
+        real = os.path.realpath(path)
+        if real in seen or depth > 8 or (skip and real == os.path.realpath(skip)):
+            return
+        seen.add(real)
+        try:
+            with open(path) as handle:
+                text = handle.read()
+        except OSError:
+            return
+        out.append((path, text))
+        for key, value in parse_torrc_lines(text):
+            if key.lower() != "%include":
+                continue
+            if os.path.isdir(value):
+                names = sorted(n for n in os.listdir(value) if not n.startswith("."))
+                targets = [os.path.join(value, n) for n in names]
+            else:
+                targets = sorted(glob.glob(value))
+            for target in targets:
+                if os.path.isfile(target):
+                    visit(target, depth + 1)
+
+    visit(config_file, 0)
+    return out
+
+
+def includes(config_file, drop_in):
+    """Whether config_file (with its includes) %includes the drop-in file."""
+    want = os.path.realpath(drop_in)
+    for _path, text in torrc_files(config_file):
+        for key, value in parse_torrc_lines(text):
+            if key.lower() != "%include":
+                continue
+            if os.path.isdir(value):
+                if os.path.dirname(want) == os.path.realpath(value):
+                    return True
+            elif os.path.realpath(value) == want or want in [os.path.realpath(p) for p in glob.glob(value)]:
+                return True
+    return False
+
+
+def torrc_service_dirs(config_file, drop_in):
+    """HiddenServiceDir paths that torrc (and its includes, but not our drop-in) defines."""
+    dirs = {}
+    for path, text in torrc_files(config_file, skip=drop_in):
+        for key, value in parse_torrc_lines(text):
+            if key.lower() == "hiddenservicedir":
+                dirs[os.path.normpath(value)] = path
+    return dirs
+
+
+# -- ephemeral services: what we asked tor for (tor cannot tell us the ports) --------------------
+EPHEMERAL_RECORD = "onionlab-ephemeral-services.json"
+
+
+def read_ephemeral_record(data_dir):
+    path = os.path.join(data_dir, EPHEMERAL_RECORD)
+    try:
+        with open(path) as handle:
+            record = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def write_ephemeral_record(data_dir, record):
+    atomic_write(os.path.join(data_dir, EPHEMERAL_RECORD), json.dumps(record, sort_keys=True, indent=1), 0o600)

@@ -1,0 +1,494 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, onionlab.tor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Applying onion-service state to a running tor: the logic behind tor_hidden_service and
+tor_hidden_service_info. No Ansible imports: the modules only map parameters onto this.
+
+This is a private module_utils file of onionlab.tor; its API may change at any time.
+
+Persistent services are applied live with one atomic SETCONF of the whole HiddenService
+block (other services keep running, tor is not restarted) and kept in a managed drop-in
+file that torrc %includes, so they survive a restart without rewriting the operator's torrc.
+Order of work, so that a failed or interrupted run loses nothing: directories and client
+files first, then SETCONF (tor validates; on refusal nothing changed), then the drop-in
+(atomic rename; if it cannot be written the previous block is SETCONF'd back). Key
+directories are only ever removed by an explicit purge.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import time
+
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import OperationFailed, ProtocolError, TorError
+
+AUTH_DIR = "authorized_clients"
+
+
+class ServiceError(TorError):
+    """A service cannot be applied (unsafe directory, service defined elsewhere, ...)."""
+
+
+class TorFacts(object):
+    """What we need to know about the tor we talk to, read in one GETINFO and one GETCONF."""
+
+    def __init__(self, ctl):
+        info = ctl.get_info("config-file", "process/uid", "process/user", "version")
+        self.config_file = info.get("config-file") or None
+        try:
+            self.uid = int(info.get("process/uid"))
+        except (TypeError, ValueError):
+            self.uid = None
+        if self.uid is not None and self.uid < 0:
+            self.uid = None
+        self.user = info.get("process/user") or None
+        self.version = info.get("version")
+        conf = ctl.get_conf_map("DataDirectory", "User")
+        self.data_dir = (conf.get("DataDirectory") or [None])[0]
+        configured_user = (conf.get("User") or [None])[0]
+        if configured_user:
+            self.user = configured_user
+            try:
+                import pwd
+                self.uid = pwd.getpwnam(configured_user).pw_uid
+            except (ImportError, KeyError):
+                pass
+        if self.uid is not None:
+            try:
+                import pwd
+                self.gid = pwd.getpwuid(self.uid).pw_gid
+            except (ImportError, KeyError):
+                self.gid = None
+        else:
+            self.gid = None
+
+
+# -- reading ------------------------------------------------------------------------------------
+def read_authorized_clients(path):
+    """[{'name', 'public_key'}] from <path>/authorized_clients/*.auth (None when unreadable)."""
+    directory = os.path.join(path, AUTH_DIR)
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return None
+    clients = []
+    for name in names:
+        if not name.endswith(".auth"):
+            continue
+        try:
+            with open(os.path.join(directory, name)) as handle:
+                text = handle.read(1024).strip()
+        except OSError:
+            continue
+        key = text.split(":")[-1] if text.startswith("descriptor:x25519:") else None
+        clients.append({"name": name[:-5], "public_key": key})
+    return clients
+
+
+def describe_persistent(service, read_files=True):
+    """A service dict for results: its config plus onion_address and authorized_clients."""
+    out = hs.config_view(service)
+    out["type"] = "persistent"
+    out["onion_address"] = None
+    out["authorized_clients"] = None
+    if read_files:
+        try:
+            out["onion_address"] = onion.service_dir_address(service["path"])
+        except (OSError, onion.OnionKeyError):
+            out["onion_address"] = None
+        out["authorized_clients"] = read_authorized_clients(service["path"])
+    return out
+
+
+def list_services(ctl, facts=None):
+    """Every service tor runs now: persistent (GETCONF) and ephemeral (onions/*)."""
+    facts = facts or TorFacts(ctl)
+    persistent = hs.services_from_conf(ctl.get_conf("HiddenServiceOptions"))
+    onions = ctl.list_onions()
+    record = hs.read_ephemeral_record(facts.data_dir) if facts.data_dir else {}
+    result = [describe_persistent(s) for s in persistent]
+    for kind in ("detached", "current"):
+        for sid in onions[kind]:
+            known = record.get(sid) or {}
+            result.append({"type": "ephemeral", "service_id": sid, "onion_address": sid + ".onion",
+                           "detached": kind == "detached", "ports": known.get("ports"),
+                           "max_streams": known.get("max_streams"),
+                           "client_auth_v3": known.get("client_auth_v3")})
+    return result
+
+
+# -- persistent services ------------------------------------------------------------------------
+def _check_dir(path, facts, group_readable):
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    if stat.S_ISLNK(st.st_mode):
+        raise ServiceError("%s is a symbolic link; give the real directory as path" % path)
+    if not stat.S_ISDIR(st.st_mode):
+        raise ServiceError("%s exists and is not a directory" % path)
+    problems = []
+    if facts.uid is not None and st.st_uid != facts.uid:
+        problems.append("owned by uid %d, not by tor's user %s (uid %d)" % (st.st_uid, facts.user or "?", facts.uid))
+    allowed = 0o750 if group_readable else 0o700
+    if stat.S_IMODE(st.st_mode) & ~allowed & 0o777:
+        problems.append("mode %04o, more open than %04o" % (stat.S_IMODE(st.st_mode), allowed))
+    if problems:
+        raise ServiceError("service directory %s is unsafe: %s; tor refuses such a directory. Fix it (or "
+                           "remove it) yourself: the module does not change an existing key directory"
+                           % (path, "; ".join(problems)))
+    return True
+
+
+def _make_dir(path, facts):
+    parent = os.path.dirname(path)
+    if not os.path.isdir(parent):
+        raise ServiceError("the parent directory %s of %s does not exist" % (parent, path))
+    os.mkdir(path, 0o700)
+    os.chmod(path, 0o700)
+    if facts.uid is not None and os.geteuid() == 0 and facts.uid != 0:
+        os.chown(path, facts.uid, facts.gid if facts.gid is not None else -1)
+
+
+def _client_files_plan(service, wanted):
+    """(files to write {name: content}, names to delete, generated [{name, private, public}])."""
+    current = read_authorized_clients(service["path"]) or []
+    current_map = dict((c["name"], c["public_key"]) for c in current)
+    write, generated = {}, []
+    names = set()
+    for client in wanted:
+        name = client["name"]
+        names.add(name)
+        if client.get("public_key"):
+            key = onion.check_client_public_key(client["public_key"])
+            if current_map.get(name) != key:
+                write[name] = key
+        elif name in current_map and current_map[name]:
+            continue
+        else:
+            private, public = onion.generate_client_keypair()
+            write[name] = public
+            generated.append({"name": name, "public_key": public, "private_key": private})
+    delete = sorted(n for n in current_map if n not in names)
+    return write, delete, generated
+
+
+def _check_client_name(name):
+    if not name or not all(c.isalnum() or c in "-_." for c in name) or name.startswith(".") or len(name) > 64:
+        raise ServiceError("authorized client name %r must be 1-64 letters, digits, '-', '_' or '.'" % (name,))
+
+
+class PersistentManager(object):
+    def __init__(self, ctl, config_file=None, persist=True, include=True, check_mode=False):
+        self.ctl = ctl
+        self.check_mode = check_mode
+        self.facts = TorFacts(ctl)
+        self.persist = persist and bool(config_file)
+        self.drop_in = config_file
+        self.include = include
+        self.warnings = []
+
+    def current(self):
+        return hs.services_from_conf(self.ctl.get_conf("HiddenServiceOptions"))
+
+    def _check_not_in_torrc(self, services):
+        if not (self.persist and self.facts.config_file):
+            return
+        defined = hs.torrc_service_dirs(self.facts.config_file, self.drop_in)
+        for service in services:
+            if service["path"] in defined:
+                raise ServiceError("the service %s is defined in %s; manage it there, or remove it from that file "
+                                   "first (writing it to %s too would make tor refuse to start)"
+                                   % (service["path"], defined[service["path"]], self.drop_in))
+
+    def apply(self, desired, absent=(), exclusive=False, purge=False, clients=None):
+        """desired: canonical services to be present (replacing those with the same path);
+        absent: paths to remove; exclusive: tor's block becomes exactly `desired`;
+        clients: {path: [client dicts]} for services whose authorized_clients are managed.
+        Returns a result dict (changed, diff, services, generated_clients)."""
+        clients = clients or {}
+        before = self.current()
+        by_path = dict((s["path"], s) for s in before)
+        paths = [s["path"] for s in desired]
+        if len(set(paths)) != len(paths):
+            raise ServiceError("the same path is given for more than one service")
+        for path in absent:
+            if path in paths:
+                raise ServiceError("%s is both present and absent" % path)
+        after = []
+        if exclusive:
+            after = [dict(s) for s in desired]
+        else:
+            desired_map = dict((s["path"], s) for s in desired)
+            for service in before:
+                if service["path"] in absent:
+                    continue
+                after.append(desired_map.pop(service["path"], service))
+            after.extend(s for s in desired if s["path"] in desired_map)
+        removed = [s for s in before if s["path"] not in [a["path"] for a in after]]
+
+        managed_before = hs.read_drop_in(self.drop_in) if self.persist else None
+        managed_paths = set(s["path"] for s in (managed_before or []))
+        for s in desired:
+            managed_paths.add(s["path"])
+        for s in removed:
+            managed_paths.discard(s["path"])
+        if exclusive:
+            managed_paths = set(paths)
+        managed_after = [s for s in after if s["path"] in managed_paths]
+        self._check_not_in_torrc(desired)
+
+        for service in desired:
+            _check_dir(service["path"], self.facts, service["dir_group_readable"])
+            for client in clients.get(service["path"], []):
+                _check_client_name(client["name"])
+
+        client_plans = {}
+        for service in desired:
+            if service["path"] in clients:
+                client_plans[service["path"]] = _client_files_plan(service, clients[service["path"]])
+        clients_change = any(p[0] or p[1] for p in client_plans.values())
+        conf_change = [hs.config_view(s) for s in before] != [hs.config_view(s) for s in after]
+        drop_in_text = hs.render_drop_in(managed_after) if self.persist else None
+        drop_in_change = False
+        if self.persist:
+            try:
+                with open(self.drop_in) as handle:
+                    drop_in_change = handle.read() != drop_in_text
+            except FileNotFoundError:
+                drop_in_change = True
+        include_change = bool(self.persist and self.include and self.facts.config_file
+                              and not hs.includes(self.facts.config_file, self.drop_in))
+        if self.persist and not self.include and self.facts.config_file and \
+                not hs.includes(self.facts.config_file, self.drop_in):
+            self.warnings.append("%s does not %%include %s: the services will not survive a tor restart"
+                                 % (self.facts.config_file, self.drop_in))
+        purge_dirs = []
+        if purge:
+            for path in absent:
+                if os.path.isdir(path) and path not in [a["path"] for a in after]:
+                    purge_dirs.append(path)
+        changed = conf_change or clients_change or drop_in_change or include_change or bool(purge_dirs)
+        diff = {"before": {"services": [self._diff_view(s) for s in before]},
+                "after": {"services": [self._diff_view(s, client_plans) for s in after]}}
+        result = {"changed": changed, "diff": diff, "generated_clients": [], "purged": purge_dirs}
+        if self.check_mode or not changed:
+            result["services"] = [describe_persistent(s) for s in after]
+            return result
+
+        # 1. directories and client files
+        made_dirs = []
+        for service in desired:
+            if not os.path.lexists(service["path"]):
+                _make_dir(service["path"], self.facts)
+                made_dirs.append(service["path"])
+        undo_clients = []
+        try:
+            for path, (write, delete, generated) in client_plans.items():
+                if path in made_dirs or write or delete:
+                    undo_clients.append(self._write_clients(path, write, delete))
+                result["generated_clients"].extend(dict(g, service=path) for g in generated)
+            # 2. the live config, in one atomic command
+            if conf_change or clients_change:
+                try:
+                    self.ctl.set_conf(hs.block_to_conf(after))
+                except OperationFailed as exc:
+                    raise ServiceError("tor refused the onion-service configuration (%s %s); nothing was changed. "
+                                       "Check that tor's user (%s) can write the service directories and that "
+                                       "the options are valid" % (exc.code, exc.message, self.facts.user or "?"))
+        except BaseException:
+            for undo in undo_clients:
+                undo()
+            for path in made_dirs:
+                shutil.rmtree(path, ignore_errors=True)
+            raise
+        # 3. persistence
+        if self.persist:
+            try:
+                if drop_in_change:
+                    directory = os.path.dirname(self.drop_in)
+                    if not os.path.isdir(directory):
+                        os.makedirs(directory, 0o755)
+                    hs.atomic_write(self.drop_in, drop_in_text, 0o644)
+                if include_change:
+                    self._add_include()
+            except OSError as exc:
+                rollback = "restored the previous configuration"
+                try:
+                    self.ctl.set_conf(hs.block_to_conf(before))
+                except TorError as exc2:
+                    rollback = "could not restore the previous configuration: %s" % exc2
+                raise ServiceError("cannot write %s: %s; %s" % (self.drop_in, exc.strerror or exc, rollback))
+        # 4. purge (only what was asked, only after tor let go of it)
+        for path in purge_dirs:
+            shutil.rmtree(path)
+        result["services"] = [describe_persistent(s) for s in after]
+        if any(s["path"] in made_dirs for s in desired):
+            self._wait_hostnames([s["path"] for s in desired])
+            result["services"] = [describe_persistent(s) for s in after]
+        return result
+
+    def _diff_view(self, service, client_plans=None):
+        view = hs.config_view(service)
+        plan = (client_plans or {}).get(service["path"])
+        current = read_authorized_clients(service["path"])
+        names = sorted(c["name"] for c in (current or []))
+        if plan is not None:
+            write, delete, _generated = plan
+            names = sorted((set(names) | set(write)) - set(delete))
+        view["authorized_clients"] = names
+        return view
+
+    def _write_clients(self, path, write, delete):
+        directory = os.path.join(path, AUTH_DIR)
+        if not os.path.isdir(directory):
+            os.mkdir(directory, 0o700)
+            if self.facts.uid is not None and os.geteuid() == 0:
+                os.chown(directory, self.facts.uid, self.facts.gid if self.facts.gid is not None else -1)
+        saved = {}
+        for name in list(write) + list(delete):
+            file_path = os.path.join(directory, name + ".auth")
+            try:
+                with open(file_path) as handle:
+                    saved[file_path] = handle.read()
+            except OSError:
+                saved[file_path] = None
+        for name, key in write.items():
+            file_path = os.path.join(directory, name + ".auth")
+            hs.atomic_write(file_path, "descriptor:x25519:%s\n" % key, 0o600)
+            if self.facts.uid is not None and os.geteuid() == 0:
+                os.chown(file_path, self.facts.uid, self.facts.gid if self.facts.gid is not None else -1)
+        for name in delete:
+            os.unlink(os.path.join(directory, name + ".auth"))
+
+        def undo():
+            for file_path, content in saved.items():
+                try:
+                    if content is None:
+                        if os.path.exists(file_path):
+                            os.unlink(file_path)
+                    else:
+                        hs.atomic_write(file_path, content, 0o600)
+                except OSError:
+                    pass
+        return undo
+
+    def _add_include(self):
+        with open(self.facts.config_file) as handle:
+            text = handle.read()
+        addition = ("" if text.endswith("\n") or not text else "\n") + \
+            "# Added by onionlab.tor: the onion services it manages\n%%include %s\n" % self.drop_in
+        with open(self.facts.config_file, "a") as handle:
+            handle.write(addition)
+
+    def _wait_hostnames(self, paths, timeout=5.0):
+        deadline = time.monotonic() + timeout
+        for path in paths:
+            while not os.path.exists(os.path.join(path, "hostname")) and time.monotonic() < deadline:
+                time.sleep(0.05)
+
+
+# -- ephemeral services ------------------------------------------------------------------------
+def _ephemeral_view(ports, max_streams, client_auth):
+    return {"ports": ports, "max_streams": max_streams, "client_auth_v3": sorted(client_auth)}
+
+
+def apply_ephemeral(ctl, state, ports=None, private_key=None, service_id=None, max_streams=None,
+                    client_auth_v3=(), discard_pk=False, check_mode=False):
+    """Create (ADD_ONION, always detached) or remove (DEL_ONION) an ephemeral service.
+
+    Returns {'changed', 'service', 'private_key' (only a key tor generated), 'diff'}."""
+    facts = TorFacts(ctl)
+    record = hs.read_ephemeral_record(facts.data_dir) if facts.data_dir else {}
+    onions = ctl.list_onions()
+    running = set(onions["detached"]) | set(onions["current"])
+    for sid in list(record):
+        if sid not in running:
+            del record[sid]
+    if private_key is not None:
+        sid_of_key = onion.service_id_of_key(private_key)
+        if service_id and service_id != sid_of_key:
+            raise ServiceError("service_id does not belong to private_key")
+        service_id = sid_of_key
+    if service_id is not None and not onion.is_service_id(service_id):
+        raise ServiceError("service_id must be a v3 service id (56 base32 characters, no .onion)")
+
+    def describe(sid, view):
+        return {"type": "ephemeral", "service_id": sid, "onion_address": sid + ".onion", "detached": True,
+                "ports": view["ports"] if view else None, "max_streams": view["max_streams"] if view else None,
+                "client_auth_v3": view["client_auth_v3"] if view else None}
+
+    if state == "absent":
+        if service_id is None:
+            raise ServiceError("removing an ephemeral service needs service_id or private_key")
+        present = service_id in running
+        old = record.get(service_id)
+        result = {"changed": present, "service": None, "private_key": None,
+                  "diff": {"before": describe(service_id, old) if present else {}, "after": {}}}
+        if present and not check_mode:
+            ctl.del_onion(service_id)
+            record.pop(service_id, None)
+            _save_record(facts, record)
+        return result
+
+    view = _ephemeral_view([hs.normalize_port(p) for p in ports or []], max_streams,
+                           [onion.check_client_public_key(k) for k in client_auth_v3 or []])
+    if not view["ports"]:
+        raise ServiceError("an ephemeral service needs at least one port")
+    if service_id is not None and private_key is None:
+        raise ServiceError("service_id alone cannot create an ephemeral service; give private_key (or neither "
+                           "to let tor generate a key)")
+    if service_id is not None and service_id in running and record.get(service_id) == view:
+        return {"changed": False, "service": describe(service_id, view), "private_key": None,
+                "diff": {"before": describe(service_id, view), "after": describe(service_id, view)}}
+    before = describe(service_id, record.get(service_id)) if service_id in running else {}
+    if check_mode:
+        return {"changed": True, "service": describe(service_id, view) if service_id else None,
+                "private_key": None, "diff": {"before": before, "after": describe(service_id or "(new)", view)}}
+    if service_id is not None and service_id in running:
+        ctl.del_onion(service_id)
+    flags = ["Detach"]
+    if discard_pk or private_key is not None:
+        flags.append("DiscardPK")
+    if view["client_auth_v3"]:
+        flags.append("V3Auth")
+    if private_key is not None:
+        key_type, key_blob = onion.key_blob(onion.parse_key_blob(private_key)).split(":", 1)
+    else:
+        key_type, key_blob = "NEW", "ED25519-V3"
+    reply = ctl.add_onion([(p["port"], hs.port_to_add_onion(p).split(",", 1)[1]) for p in view["ports"]],
+                          key_type=key_type, key_blob=key_blob, flags=flags, max_streams=max_streams,
+                          client_auth_v3=view["client_auth_v3"])
+    sid = reply["service_id"]
+    if not onion.is_service_id(sid):
+        raise ProtocolError("tor returned a ServiceID that is not a valid v3 address")
+    returned_key = None
+    if private_key is not None:
+        if sid != service_id:
+            ctl.del_onion(sid)
+            raise ProtocolError("tor returned a ServiceID that does not belong to the key we gave it")
+    elif reply.get("private_key") is not None:
+        try:
+            if onion.service_id_of_key(reply["private_key"]) != sid:
+                raise onion.OnionKeyError("mismatch")
+        except onion.OnionKeyError:
+            ctl.del_onion(sid)
+            raise ProtocolError("tor returned a PrivateKey that does not belong to its ServiceID; removed it")
+        returned_key = reply["private_key"]
+    record[sid] = view
+    _save_record(facts, record)
+    return {"changed": True, "service": describe(sid, view), "private_key": returned_key,
+            "diff": {"before": before, "after": describe(sid, view)}}
+
+
+def _save_record(facts, record):
+    if not facts.data_dir:
+        return
+    try:
+        hs.write_ephemeral_record(facts.data_dir, record)
+    except OSError:
+        pass

@@ -1,0 +1,406 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, onionlab.tor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: tor_hidden_service
+short_description: Create, change and remove Tor onion services (v3)
+version_added: 0.1.0
+description:
+  - Manages v3 onion services of a running tor through its control port.
+  - B(Persistent) services (a C(HiddenServiceDir) with its keys) are applied live with one atomic C(SETCONF)
+    of tor's whole HiddenService block, so other services keep running and tor is not restarted. So that they
+    survive a restart without rewriting the operator's torrc, the module keeps the services it manages in a
+    drop-in file (O(config_file)) and makes sure that torrc C(%include)s it (one line appended, once;
+    see O(include_config_file)). Services defined in torrc itself are left alone and cannot be managed here.
+  - B(Ephemeral) services (O(ephemeral=true)) are created with C(ADD_ONION), always detached (C(Flags=Detach)) so
+    that they outlive the module's control connection; they last until tor stops.
+  - A key directory is never removed unless O(purge=true).
+author:
+  - onionlab.tor contributors
+extends_documentation_fragment:
+  - onionlab.tor.control
+  - onionlab.tor.hidden_service
+  - onionlab.tor.attributes
+  - onionlab.tor.attributes.ACTIONGROUP_TOR
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+    details:
+      - The diff shows the services' configuration before and after, and client names; never a key.
+options:
+  path:
+    description:
+      - The service directory (C(HiddenServiceDir)) of a persistent service: an absolute path.
+      - A missing directory is created with mode C(0700) and owned by tor's C(User), so that a tor that drops
+        privileges can use it; its parent must exist. An existing directory with a wrong owner or mode is
+        reported, not changed.
+      - Mutually exclusive with O(services) and O(ephemeral).
+    type: path
+  state:
+    description:
+      - Whether the service should exist.
+      - With V(absent), a persistent service is removed from tor's configuration and its directory is kept
+        unless O(purge=true); an ephemeral one is removed with C(DEL_ONION).
+    type: str
+    choices: [present, absent]
+    default: present
+  purge:
+    description:
+      - With O(state=absent), also delete the service directory and its keys. The .onion address is lost
+        for good.
+    type: bool
+    default: false
+  services:
+    description:
+      - Several persistent services at once, each with the keys of a single service (O(path), O(ports), ...).
+        The RV(ignore:hidden_services) output of M(onionlab.tor.tor_hidden_service_info) can be given as it
+        is; its read-only keys (C(onion_address), C(type)) are ignored and its ephemeral entries must be
+        filtered out.
+      - Mutually exclusive with O(path) and O(ephemeral).
+    type: list
+    elements: dict
+    suboptions:
+      path:
+        description: The service directory.
+        type: path
+        required: true
+      type:
+        description: Only V(persistent) services can be listed here.
+        type: str
+        choices: [persistent]
+        default: persistent
+      onion_address:
+        description: Ignored (accepted so that the info module's output can be fed back).
+        type: str
+      ports:
+        description: As O(ports).
+        type: list
+        elements: dict
+        suboptions:
+          port:
+            description: The virtual port.
+            type: int
+            required: true
+          target_address:
+            description: As O(ports[].target_address).
+            type: str
+          target_port:
+            description: As O(ports[].target_port).
+            type: int
+      max_streams:
+        description: As O(max_streams).
+        type: int
+      max_streams_close_circuit:
+        description: As O(max_streams_close_circuit).
+        type: bool
+      dir_group_readable:
+        description: As O(dir_group_readable).
+        type: bool
+      allow_unknown_ports:
+        description: As O(allow_unknown_ports).
+        type: bool
+      num_intro_points:
+        description: As O(num_intro_points).
+        type: int
+      version:
+        description: As O(version).
+        type: int
+        choices: [3]
+      extra_options:
+        description: As O(extra_options).
+        type: dict
+      authorized_clients:
+        description: As O(authorized_clients).
+        type: list
+        elements: dict
+        suboptions:
+          name:
+            description: The client's name.
+            type: str
+            required: true
+          public_key:
+            description: The client's x25519 public key.
+            type: str
+  exclusive:
+    description:
+      - With O(services), make tor's HiddenService configuration exactly that list, atomically; every other
+        persistent service is removed from tor's configuration (its keys are kept).
+    type: bool
+    default: false
+  ephemeral:
+    description:
+      - Create an ephemeral service with C(ADD_ONION) instead of a persistent one.
+      - With O(private_key) the module derives the address locally and does nothing when tor already runs that
+        service with that configuration. Without it tor generates a key and every run creates a new service.
+    type: bool
+    default: false
+  private_key:
+    description:
+      - For an ephemeral service, its key as tor writes it, C(ED25519-V3:) followed by the base64 of the 64-byte
+        expanded ed25519 key (what C(ADD_ONION) returns). Never logged or returned.
+    type: str
+  service_id:
+    description:
+      - For O(state=absent) of an ephemeral service, its address without C(.onion) (or give O(private_key)).
+    type: str
+  discard_pk:
+    description:
+      - For an ephemeral service whose key tor generates, do not even ask tor for the key (C(Flags=DiscardPK)).
+    type: bool
+    default: false
+  return_private_key:
+    description:
+      - For an ephemeral service whose key tor generates, return it as RV(private_key). Use C(no_log) on the
+        task.
+    type: bool
+    default: false
+  client_auth_v3:
+    description:
+      - For an ephemeral service, the x25519 public keys (base32) of the clients allowed to reach it.
+    type: list
+    elements: str
+  persist:
+    description:
+      - Keep the persistent services this module manages in O(config_file) so that they survive a restart of tor.
+      - With V(false) they live only in tor's running configuration.
+    type: bool
+    default: true
+  config_file:
+    description:
+      - The drop-in file that holds the managed services; written atomically, never partially.
+      - Use one file per tor instance.
+    type: path
+    default: /etc/tor/torrc.d/onionlab_hidden_services.conf
+  include_config_file:
+    description:
+      - Append a C(%include) line for O(config_file) to tor's torrc (C(GETINFO config-file)) when neither it nor a
+        file it includes names it yet. The rest of torrc is never rewritten.
+      - With V(false) the module warns when the include is missing.
+    type: bool
+    default: true
+notes:
+  - Tor does not report the ports of ephemeral services; the module records what it asked for in
+    C(onionlab-ephemeral-services.json) in tor's DataDirectory (no keys) to answer idempotently.
+seealso:
+  - module: onionlab.tor.tor_hidden_service_info
+  - name: Tor manual, hidden service options
+    description: HiddenServiceDir, HiddenServicePort and related options.
+    link: https://2019.www.torproject.org/docs/tor-manual.html.en#_hidden_service_options
+"""
+
+EXAMPLES = r"""
+- name: An onion service for the local web server
+  onionlab.tor.tor_hidden_service:
+    path: /var/lib/tor/web
+    ports:
+      - port: 80
+        target_port: 8080
+  register: web
+
+- name: Show its address
+  ansible.builtin.debug:
+    msg: "{{ web.onion_address }}"
+
+- name: SSH and HTTP on one service, two clients allowed (one key generated and returned once)
+  onionlab.tor.tor_hidden_service:
+    path: /var/lib/tor/admin
+    ports:
+      - port: 22
+      - port: 80
+        target_address: unix:/run/admin-web.sock
+    authorized_clients:
+      - name: alice
+        public_key: N2NU7BSRL6YODZCYPN4CREB54TYLKGIE2KYOQWLFYC23ZJVCE5DQ
+      - name: bob
+  no_log: true
+  register: admin
+
+- name: Remove a service but keep its keys
+  onionlab.tor.tor_hidden_service:
+    path: /var/lib/tor/old
+    state: absent
+
+- name: An ephemeral service with a key from the vault
+  onionlab.tor.tor_hidden_service:
+    ephemeral: true
+    private_key: "{{ vault_onion_key }}"
+    ports:
+      - port: 80
+        target_port: 8080
+
+- name: Recreate exactly the services another host had
+  onionlab.tor.tor_hidden_service:
+    services: "{{ info.hidden_services | selectattr('type', 'equalto', 'persistent') | list }}"
+    exclusive: true
+"""
+
+RETURN = r"""
+onion_address:
+  description: The service's address (56 base32 characters and C(.onion)), read from its C(hostname) file and checked
+    against its public key; null when it could not be read or for an absent service.
+  returned: success
+  type: str
+  sample: 3zctsvlipa2huw7m6aue2pgg5smygco7l5wq4f4wfc4zuox473k7i7qd.onion
+service:
+  description: The service's whole configuration, in the shape M(onionlab.tor.tor_hidden_service_info) returns;
+    null for an absent service.
+  returned: success, when one service is managed
+  type: dict
+  sample: {"type": "persistent", "path": "/var/lib/tor/web", "ports": [{"port": 80, "target_address": "127.0.0.1",
+    "target_port": 8080}], "onion_address": "3zctsvlipa2huw7m6aue2pgg5smygco7l5wq4f4wfc4zuox473k7i7qd.onion"}
+services:
+  description: With O(services), every persistent service tor runs afterwards, in tor's order.
+  returned: success, with O(services)
+  type: list
+  elements: dict
+private_key:
+  description: The key tor generated for an ephemeral service, only with O(return_private_key=true).
+  returned: when tor generated a key and O(return_private_key=true)
+  type: str
+generated_clients:
+  description: Client key pairs generated for O(authorized_clients) entries without a public key, returned only on the
+    run that created them. The C(auth_private) line goes into the client's C(ClientOnionAuthDir).
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    service:
+      description: The service directory.
+      type: str
+    name:
+      description: The client's name.
+      type: str
+    public_key:
+      description: The client's x25519 public key (base32).
+      type: str
+    private_key:
+      description: The client's x25519 private key (base32). A secret.
+      type: str
+    auth_private:
+      description: The client's C(.auth_private) line.
+      type: str
+purged:
+  description: Service directories deleted because of O(purge=true).
+  returned: success
+  type: list
+  elements: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.onionlab.tor.plugins.module_utils._common import (
+    connect_module,
+    control_argument_spec,
+    fail,
+    module_kwargs,
+)
+from ansible_collections.onionlab.tor.plugins.module_utils._hidden_service_args import (
+    PORT_SPEC,
+    SERVICE_OPTIONS,
+    services_element_spec,
+)
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_manager as sm
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import TorError
+
+
+def _service_params(params):
+    return dict((k, params.get(k)) for k in list(SERVICE_OPTIONS) + ["path"])
+
+
+def _clients(params):
+    clients = params.get("authorized_clients")
+    if clients is None:
+        return None
+    return [{"name": c["name"], "public_key": c.get("public_key")} for c in clients]
+
+
+def main():
+    spec = control_argument_spec(
+        path=dict(type="path"),
+        state=dict(type="str", choices=["present", "absent"], default="present"),
+        purge=dict(type="bool", default=False),
+        services=dict(type="list", elements="dict", options=services_element_spec()),
+        exclusive=dict(type="bool", default=False),
+        ephemeral=dict(type="bool", default=False),
+        private_key=dict(type="str", no_log=True),
+        service_id=dict(type="str"),
+        discard_pk=dict(type="bool", default=False),
+        return_private_key=dict(type="bool", default=False),
+        client_auth_v3=dict(type="list", elements="str"),
+        persist=dict(type="bool", default=True),
+        config_file=dict(type="path", default="/etc/tor/torrc.d/onionlab_hidden_services.conf"),
+        include_config_file=dict(type="bool", default=True),
+    )
+    spec.update(SERVICE_OPTIONS)
+    spec["ports"] = dict(type="list", elements="dict", options=PORT_SPEC)
+    module = AnsibleModule(**module_kwargs(
+        spec,
+        mutually_exclusive=[("path", "services"), ("ephemeral", "services"), ("path", "ephemeral")],
+        required_one_of=[("path", "services", "ephemeral")],
+        supports_check_mode=True,
+    ))
+    p = module.params
+    result = {"changed": False, "onion_address": None, "service": None, "generated_clients": [], "purged": []}
+    try:
+        with connect_module(module) as ctl:
+            if p["ephemeral"]:
+                out = sm.apply_ephemeral(
+                    ctl, p["state"], ports=p["ports"], private_key=p["private_key"], service_id=p["service_id"],
+                    max_streams=p["max_streams"], client_auth_v3=p["client_auth_v3"] or [],
+                    discard_pk=p["discard_pk"] or not p["return_private_key"], check_mode=module.check_mode)
+                result.update(changed=out["changed"], service=out["service"],
+                              onion_address=(out["service"] or {}).get("onion_address"))
+                if out["private_key"] and p["return_private_key"]:
+                    result["private_key"] = out["private_key"]
+                if module._diff:
+                    result["diff"] = out["diff"]
+                module.exit_json(**result)
+            manager = sm.PersistentManager(ctl, config_file=p["config_file"], persist=p["persist"],
+                                           include=p["include_config_file"], check_mode=module.check_mode)
+            if p["services"] is not None:
+                if p["state"] == "absent":
+                    module.fail_json(msg="state=absent takes one path, not a services list")
+                desired, clients = [], {}
+                for entry in p["services"]:
+                    service = hs.normalize_service(_service_params(entry))
+                    desired.append(service)
+                    if _clients(entry) is not None:
+                        clients[service["path"]] = _clients(entry)
+                out = manager.apply(desired, exclusive=p["exclusive"], clients=clients)
+                result["services"] = out["services"]
+            else:
+                service = hs.normalize_service(_service_params(p))
+                if p["state"] == "present":
+                    if not service["ports"]:
+                        module.fail_json(msg="a present service needs at least one entry in ports")
+                    clients = {service["path"]: _clients(p)} if _clients(p) is not None else {}
+                    out = manager.apply([service], clients=clients)
+                    mine = [s for s in out["services"] if s["path"] == service["path"]]
+                    result["service"] = mine[0] if mine else None
+                    result["onion_address"] = result["service"]["onion_address"] if mine else None
+                else:
+                    out = manager.apply([], absent=[service["path"]], purge=p["purge"])
+            result["changed"] = out["changed"]
+            result["purged"] = out["purged"]
+            result["generated_clients"] = [
+                dict(g, auth_private="%s:descriptor:x25519:%s" % (
+                    (result["onion_address"] or "").replace(".onion", ""), g["private_key"]))
+                for g in out["generated_clients"]]
+            if module._diff:
+                result["diff"] = out["diff"]
+            for warning in manager.warnings:
+                module.warn(warning)
+    except (TorError, OSError) as exc:
+        fail(module, exc)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
