@@ -58,7 +58,7 @@ options:
       - v3 client authorization of a persistent service, written as C(authorized_clients/NAME.auth) files
         (mode C(0600), owned by tor's user). When given, the directory holds exactly these clients.
       - An entry without O(authorized_clients[].public_key) gets a key pair generated on the run that creates it; its
-        private key is returned once in RV(ignore:generated_clients). Use C(no_log) on such a task.
+        private key is returned once in RV(onionlab.tor.tor_hidden_service#module:generated_clients). Use C(no_log) on such a task.
     type: list
     elements: dict
     suboptions:

@@ -36,7 +36,7 @@ attributes:
 options:
   path:
     description:
-      - The service directory (C(HiddenServiceDir)) of a persistent service: an absolute path.
+      - The service directory (C(HiddenServiceDir)) of a persistent service, an absolute path.
       - A missing directory is created with mode C(0700) and owned by tor's C(User), so that a tor that drops
         privileges can use it; its parent must exist. An existing directory with a wrong owner or mode is
         reported, not changed.
@@ -59,7 +59,7 @@ options:
   services:
     description:
       - Several persistent services at once, each with the keys of a single service (O(path), O(ports), ...).
-        The RV(ignore:hidden_services) output of M(onionlab.tor.tor_hidden_service_info) can be given as it
+        The RV(onionlab.tor.tor_hidden_service_info#module:hidden_services) output of M(onionlab.tor.tor_hidden_service_info) can be given as it
         is; its read-only keys (C(onion_address), C(type)) are ignored and its ephemeral entries must be
         filtered out.
       - Mutually exclusive with O(path) and O(ephemeral).
