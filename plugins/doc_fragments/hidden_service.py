@@ -50,8 +50,8 @@ options:
     choices: [3]
   extra_options:
     description:
-      - Other C(HiddenService*) options of this service as a dict, for example
-        C({HiddenServicePoWDefensesEnabled: 1}); a list value repeats the option.
+      - Other C(HiddenService*) options of this service as a dict of option name to value, for example
+        C(HiddenServicePoWDefensesEnabled) set to V(1); a list value repeats the option.
     type: dict
   authorized_clients:
     description:
