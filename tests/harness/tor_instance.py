@@ -109,11 +109,10 @@ class TorInstance(object):
             proc.wait(grace)
 
     def restart(self, timeout=30):
-        """Stop and start again on the same DataDirectory and ports (torrc rewritten)."""
+        """Stop and start again with the same torrc (kept as it is: modules may have edited it)."""
         port = self.control_port
         self.stop()
         self.control_port = port
-        self.write_torrc()
         self.proc = subprocess.Popen([TOR, "-f", str(self.torrc), "--defaults-torrc", "/dev/null"],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if not self._wait_ready(timeout):
