@@ -1,0 +1,745 @@
+#!/usr/bin/env python3
+"""Several real hosts on this machine: systemd-nspawn containers (standard library only).
+
+Each host is a Debian rootfs of its own, booted with systemd as PID 1, sshd on
+``127.0.0.1:22NN`` and the packaged ``tor`` service, reachable by Ansible as an
+ordinary inventory entry (ssh, root, a key this harness generates).  The
+containers share the host's network (no namespaces to create or leak), so
+every port is distinct per host: ssh, and tor's ControlPort/SocksPort/ORPort
+(given to the inventory as ``testbed_tor_*_port`` host vars).
+
+The base rootfs is made once with ``debootstrap`` from the mirror apt already
+uses and cached in ``~/.cache/onionlab/`` (``$ONIONLAB_CACHE``); building it
+holds an exclusive ``flock`` on ``rootfs.lock``, copying it a shared one, so
+concurrent runs neither race nor copy a half-built tree.  A tree without its
+completion marker (or missing an essential file) is a partial build: it is
+removed and built again.
+
+Nothing a host runs may reach another address:
+
+* tor always gets a torrc written by the harness: ``DisableNetwork 1`` unless
+  it joins the private network of ``privnet.py`` (then it gets our
+  DirAuthority lines + ``TestingTorNetwork 1`` and knows no other authority);
+* ``/etc/resolv.conf`` names only 127.0.0.1;
+* apt's periodic timers are masked.
+
+Processes: one ``systemd-nspawn`` per host, started in its own session; its
+PID and start time go to ``DIR/state.json`` (and a pointer to that file to
+``~/.cache/onionlab/beds/``) before anything waits on it.  Teardown sends
+SIGTERM to each nspawn PID (the container's systemd shuts down cleanly),
+waits, then SIGKILLs what is left, and removes the run directory.
+``cleanup`` does the same for every bed registered in ``~/.cache/onionlab/beds/``
+whose ``up`` process is gone (or all with ``--all``); processes are found
+through those state files only, never by name.
+
+CLI::
+
+    python tests/harness/hosts.py up [--dir DIR] [-n 3] [--privnet PRIVNET_DIR] [--inventory-out FILE]
+    python tests/harness/hosts.py inventory --dir DIR     # print the inventory (JSON = YAML)
+    python tests/harness/hosts.py down --dir DIR
+    python tests/harness/hosts.py cleanup [--all]
+    python tests/harness/hosts.py ensure-packages
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import glob
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+try:  # imported as harness.hosts (pytest) or run as a script
+    from . import privnet
+except ImportError:  # pragma: no cover
+    import privnet
+
+PACKAGES = ['systemd', 'systemd-sysv', 'dbus', 'openssh-server', 'python3', 'tor', 'iproute2',
+            'ca-certificates']
+# Bump when the base rootfs recipe changes: the cache key includes it.
+RECIPE_VERSION = 1
+MARKER = '.onionlab-rootfs.json'
+ESSENTIAL = ['usr/lib/systemd/systemd', 'usr/sbin/sshd', 'usr/bin/python3', 'usr/bin/tor',
+             'etc/ssh/sshd_config', 'usr/share/tor/tor-service-defaults-torrc']
+APT_PACKAGES = {'systemd-nspawn': 'systemd-container', 'debootstrap': 'debootstrap',
+                'ssh': 'openssh-client', 'ssh-keygen': 'openssh-client'}
+SSH_BASE_PORT = 2200
+DEFAULT_MIRROR = 'http://deb.debian.org/debian'
+
+
+def log(msg):
+    print('[hosts %7.2f] %s' % (time.monotonic() % 10000, msg), file=sys.stderr, flush=True)
+
+
+def cache_dir():
+    d = os.environ.get('ONIONLAB_CACHE') or os.path.join(os.path.expanduser('~'), '.cache', 'onionlab')
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def beds_dir():
+    d = os.path.join(cache_dir(), 'beds')
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+# ---------------------------------------------------------------------------
+# packages and mirror
+# ---------------------------------------------------------------------------
+
+def ensure_packages():
+    """apt-get install systemd-container, debootstrap, openssh-client if missing."""
+    need = sorted({pkg for cmd, pkg in APT_PACKAGES.items() if not shutil.which(cmd)})
+    if not need:
+        return []
+    sudo = [] if os.geteuid() == 0 else ['sudo']
+    env = dict(os.environ, DEBIAN_FRONTEND='noninteractive')
+    log('installing Debian packages: %s' % ' '.join(need))
+    install = sudo + ['apt-get', 'install', '-y', '-qq', '--no-install-recommends'] + need
+    if subprocess.call(install, env=env, stdout=subprocess.DEVNULL) != 0:
+        subprocess.check_call(sudo + ['apt-get', 'update', '-qq'], env=env)
+        subprocess.check_call(install, env=env, stdout=subprocess.DEVNULL)
+    return need
+
+
+def _parse_one_line_sources(text):
+    for line in text.splitlines():
+        line = line.split('#', 1)[0].strip()
+        if not line.startswith('deb '):
+            continue
+        words = line.split()[1:]
+        if words and words[0].startswith('['):  # options: [arch=amd64 signed-by=...]
+            while words and not words[0].endswith(']'):
+                words.pop(0)
+            words.pop(0)
+        if len(words) >= 2:
+            yield words[0], words[1]
+
+
+def _parse_deb822_sources(text):
+    for stanza in text.split('\n\n'):
+        fields, key = {}, None
+        for line in stanza.splitlines():
+            if line.startswith('#') or not line.strip():
+                continue
+            if line[0] in ' \t' and key:
+                fields[key] += ' ' + line.strip()
+                continue
+            key, _, value = line.partition(':')
+            key = key.strip().lower()
+            fields[key] = value.strip()
+        if fields.get('enabled', 'yes').lower() == 'no':
+            continue
+        if 'deb' not in fields.get('types', '').split():
+            continue
+        for uri in fields.get('uris', '').split():
+            for suite in fields.get('suites', '').split():
+                yield uri, suite
+
+
+def apt_mirror(suite, root='/etc/apt'):
+    """The first enabled 'deb' source for exactly this suite (not -updates/-security)."""
+    files = [os.path.join(root, 'sources.list')] + sorted(glob.glob(os.path.join(root, 'sources.list.d', '*')))
+    for path in files:
+        try:
+            with open(path) as f:
+                text = f.read()
+        except OSError:
+            continue
+        if path.endswith('.sources'):
+            entries = _parse_deb822_sources(text)
+        elif path.endswith('.list'):
+            entries = _parse_one_line_sources(text)
+        else:
+            continue  # apt ignores other names too
+        for uri, s in entries:
+            if s == suite and not uri.startswith(('cdrom:', 'file:')):
+                return uri.rstrip('/')
+    return DEFAULT_MIRROR
+
+
+def host_suite():
+    try:
+        with open('/etc/os-release') as f:
+            for line in f:
+                if line.startswith('VERSION_CODENAME='):
+                    return line.split('=', 1)[1].strip().strip('"') or 'bookworm'
+    except OSError:
+        pass
+    return 'bookworm'
+
+
+# ---------------------------------------------------------------------------
+# base rootfs cache
+# ---------------------------------------------------------------------------
+
+class RootfsCache:
+    def __init__(self, suite=None, mirror=None):
+        self.suite = suite or host_suite()
+        self.mirror = mirror or apt_mirror(self.suite)
+        key = hashlib.sha256(json.dumps([RECIPE_VERSION, self.suite, PACKAGES]).encode()).hexdigest()[:10]
+        self.path = os.path.join(cache_dir(), 'rootfs-%s-%s' % (self.suite, key))
+        self.lock_path = os.path.join(cache_dir(), 'rootfs.lock')
+        self.built = False  # True if this run had to debootstrap
+
+    def complete(self):
+        try:
+            with open(os.path.join(self.path, MARKER)) as f:
+                json.load(f)
+        except (OSError, ValueError):
+            return False
+        return all(os.path.exists(os.path.join(self.path, p)) for p in ESSENTIAL)
+
+    def _lock(self, mode):
+        f = open(self.lock_path, 'a')
+        fcntl.flock(f, mode)
+        return f
+
+    def ensure(self):
+        """Build the cached rootfs if needed; return its path."""
+        with self._lock(fcntl.LOCK_SH):
+            if self.complete():
+                return self.path
+        with self._lock(fcntl.LOCK_EX):
+            if self.complete():  # somebody else built it meanwhile
+                return self.path
+            self._build()
+        return self.path
+
+    def _build(self):
+        t0 = time.monotonic()
+        for stale in [self.path] + glob.glob(self.path + '.partial*'):
+            if os.path.exists(stale):
+                log('removing partial rootfs %s' % stale)
+                shutil.rmtree(stale, ignore_errors=True)
+        tmp = '%s.partial-%d' % (self.path, os.getpid())
+        log('debootstrap %s from %s (once; cached in %s)' % (self.suite, self.mirror, self.path))
+        cmd = ['debootstrap', '--variant=minbase', '--include=' + ','.join(PACKAGES), self.suite, tmp,
+               self.mirror]
+        logfile = self.path + '.debootstrap.log'
+        with open(logfile, 'wb') as lf:
+            rc = subprocess.call(cmd, stdout=lf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        if rc != 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+            with open(logfile, errors='replace') as lf:
+                tail = lf.read()[-2000:]
+            raise RuntimeError('debootstrap failed (rc %d), see %s:\n%s' % (rc, logfile, tail))
+        self._customise(tmp)
+        with open(os.path.join(tmp, MARKER), 'w') as f:
+            json.dump({'recipe': RECIPE_VERSION, 'suite': self.suite, 'mirror': self.mirror,
+                       'packages': PACKAGES, 'built': time.time()}, f)
+        os.rename(tmp, self.path)
+        self.built = True
+        log('rootfs built in %.1fs' % (time.monotonic() - t0))
+
+    @staticmethod
+    def _customise(root):
+        """Host-independent changes made once in the cache."""
+        mask_units(root)
+        _write(os.path.join(root, 'etc/resolv.conf'), 'nameserver 127.0.0.1\n')
+        _write(os.path.join(root, 'etc/machine-id'), '')
+        # No package downloads from inside a host.
+        for d in glob.glob(os.path.join(root, 'var/cache/apt/archives/*.deb')):
+            os.unlink(d)
+        # The packaged default torrc would open SocksPort 9050 and go online:
+        # replace it with a disabled one until a host gets its own.
+        _write(os.path.join(root, 'etc/tor/torrc'), 'DisableNetwork 1\nSocksPort 0\n')
+
+
+# Units that would reach the network or make no sense in a container
+# (systemd-remount-fs sometimes fails there and marks the system degraded).
+MASKED_UNITS = ('apt-daily.timer', 'apt-daily-upgrade.timer', 'apt-daily.service', 'apt-daily-upgrade.service',
+                'e2scrub_all.timer', 'fstrim.timer', 'systemd-timesyncd.service', 'getty@tty1.service',
+                'console-getty.service', 'systemd-remount-fs.service')
+
+
+def mask_units(root):
+    sysd = os.path.join(root, 'etc/systemd/system')
+    os.makedirs(sysd, exist_ok=True)
+    for unit in MASKED_UNITS:
+        link = os.path.join(sysd, unit)
+        if os.path.lexists(link):
+            os.unlink(link)
+        os.symlink('/dev/null', link)
+
+
+def _write(path, text, mode=0o644):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if os.path.islink(path):
+        os.unlink(path)
+    with open(path, 'w') as f:
+        f.write(text)
+    os.chmod(path, mode)
+
+
+# ---------------------------------------------------------------------------
+# the bed
+# ---------------------------------------------------------------------------
+
+def port_free(port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind(('127.0.0.1', port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def choose_ssh_ports(n):
+    """A block 22N1..22Nn (N = 0, 1, ...) of free ports."""
+    for base in range(SSH_BASE_PORT, 2900, 10 if n < 10 else 100):
+        ports = [base + i for i in range(1, n + 1)]
+        if all(port_free(p) for p in ports):
+            return ports
+    raise RuntimeError('no free block of ssh ports from %d' % SSH_BASE_PORT)
+
+
+def host_torrc(host, join_lines):
+    lines = [
+        '# written by tests/harness/hosts.py for %s' % host['name'],
+        'Nickname %s' % host['name'].replace('-', ''),
+        'SocksPort 127.0.0.1:%d' % host['tor_socks_port'],
+        'ControlPort 127.0.0.1:%d' % host['tor_control_port'],
+        'CookieAuthentication 1',
+    ]
+    if join_lines:
+        lines += ['# joins the private test network (privnet.py)'] + list(join_lines)
+    else:
+        lines += ['# no private network: stay offline', 'DisableNetwork 1']
+    return '\n'.join(lines) + '\n'
+
+
+class HostBed:
+    """N hosts; ``with HostBed(n=3) as bed: bed.inventory_path ...``"""
+
+    def __init__(self, n=3, base_dir=None, privnet_join_lines=None, name_prefix='host',
+                 boot_timeout=120.0, grace=15.0):
+        if n < 1:
+            raise ValueError('n must be >= 1')
+        self.n = n
+        self.created_dir = base_dir is None
+        self.base_dir = os.path.abspath(base_dir or tempfile.mkdtemp(prefix='onionlab-hosts-', dir='/var/tmp'))
+        os.makedirs(self.base_dir, mode=0o700, exist_ok=True)
+        self.join_lines = list(privnet_join_lines or [])
+        self.name_prefix = name_prefix
+        self.boot_timeout = boot_timeout
+        self.grace = grace
+        self.run_id = uuid.uuid4().hex[:6]
+        self.hosts = []
+        self.procs = {}
+        self.timings = {}
+        self.key = os.path.join(self.base_dir, 'id_ed25519')
+        self.state_path = os.path.join(self.base_dir, 'state.json')
+        self.inventory_path = os.path.join(self.base_dir, 'inventory.yml')
+        self.registry = os.path.join(beds_dir(), 'bed-%s.json' % self.run_id)
+        self.owner_pid = os.getpid()
+
+    # -- state -----------------------------------------------------------
+    def state(self):
+        return {
+            'run_id': self.run_id, 'dir': self.base_dir, 'created_dir': self.created_dir,
+            'owner_pid': self.owner_pid,
+            'owner_starttime': privnet.proc_starttime(self.owner_pid) if self.owner_pid else None,
+            'key': self.key, 'inventory': self.inventory_path, 'hosts': self.hosts,
+            'joined_privnet': bool(self.join_lines), 'timings': self.timings,
+        }
+
+    def save(self):
+        tmp = self.state_path + '.tmp'
+        with open(tmp, 'w') as f:
+            json.dump(self.state(), f, indent=2)
+        os.replace(tmp, self.state_path)
+        with open(self.registry, 'w') as f:
+            json.dump({'state': self.state_path, 'dir': self.base_dir}, f)
+
+    # -- lifecycle -------------------------------------------------------
+    def up(self):
+        t0 = time.monotonic()
+        try:
+            self._up(t0)
+        except BaseException:
+            self.down()
+            raise
+        return self
+
+    def _up(self, t0):
+        self.save()
+        cache = RootfsCache()
+        rootfs = cache.ensure()
+        self.timings['rootfs'] = time.monotonic() - t0
+        self.timings['rootfs_built'] = cache.built
+        subprocess.check_call(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-C', 'onionlab-testbed',
+                               '-f', self.key])
+        with open(self.key + '.pub') as f:
+            pubkey = f.read()
+        ssh_ports = choose_ssh_ports(self.n)
+        tor_ports = iter(privnet.free_ports(3 * self.n))
+        for i in range(self.n):
+            name = '%s%d' % (self.name_prefix, i + 1)
+            self.hosts.append({
+                'name': name, 'machine': 'onionlab-%s-%s' % (self.run_id, name),
+                'root': os.path.join(self.base_dir, name), 'ssh_port': ssh_ports[i],
+                'tor_control_port': next(tor_ports), 'tor_socks_port': next(tor_ports),
+                'tor_or_port': next(tor_ports), 'pid': None, 'starttime': None,
+                'log': os.path.join(self.base_dir, name + '.console.log'),
+            })
+        self.save()
+        # Copy the base (in parallel, under a shared lock so it is not rebuilt meanwhile).
+        t1 = time.monotonic()
+        with cache._lock(fcntl.LOCK_SH):
+            if not cache.complete():
+                raise RuntimeError('rootfs cache %s vanished' % rootfs)
+            cps = [subprocess.Popen(['cp', '-a', '--reflink=auto', rootfs, h['root']]) for h in self.hosts]
+            for h, p in zip(self.hosts, cps):
+                if p.wait() != 0:
+                    raise RuntimeError('copying the rootfs for %s failed' % h['name'])
+        self.timings['copy'] = time.monotonic() - t1
+        for h in self.hosts:
+            self._personalise(h, pubkey)
+        t2 = time.monotonic()
+        for h in self.hosts:
+            self._boot(h)
+        self.save()
+        self._wait_ssh()
+        self.timings['boot'] = time.monotonic() - t2
+        self.write_inventory()
+        self.timings['total'] = time.monotonic() - t0
+        self.save()
+        log('%d hosts up in %.1fs (rootfs %.1fs%s, copy %.1fs, boot to ssh+systemd %.1fs)' % (
+            self.n, self.timings['total'], self.timings['rootfs'], ' built' if cache.built else ' cached',
+            self.timings['copy'], self.timings['boot']))
+
+    def _personalise(self, h, pubkey):
+        root = h['root']
+        mask_units(root)  # again: the cached tree may come from an older recipe
+        _write(os.path.join(root, 'etc/hostname'), h['name'] + '\n')
+        _write(os.path.join(root, 'etc/hosts'), '127.0.0.1\tlocalhost %s\n::1\tlocalhost\n' % h['name'])
+        _write(os.path.join(root, 'etc/machine-id'), uuid.uuid4().hex + '\n', 0o444)
+        os.makedirs(os.path.join(root, 'root/.ssh'), mode=0o700, exist_ok=True)
+        _write(os.path.join(root, 'root/.ssh/authorized_keys'), pubkey, 0o600)
+        _write(os.path.join(root, 'etc/ssh/sshd_config.d/onionlab-testbed.conf'),
+               'Port %d\nListenAddress 127.0.0.1\nPermitRootLogin prohibit-password\n'
+               'PasswordAuthentication no\nUseDNS no\n' % h['ssh_port'])
+        _write(os.path.join(root, 'etc/tor/torrc'), host_torrc(h, self.join_lines))
+
+    def _boot(self, h):
+        h['cgroups'] = own_cgroups(h['machine'])
+        cmd = ['systemd-nspawn', '-q', '--keep-unit', '--register=no', '-D', h['root'], '-M', h['machine'],
+               '--hostname=' + h['name'], '--resolv-conf=off', '--timezone=off', '--link-journal=no',
+               '-b', '--console=passive']
+        with open(h['log'], 'wb') as lf:
+            p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=lf, stderr=subprocess.STDOUT,
+                                 start_new_session=True, close_fds=True,
+                                 preexec_fn=lambda: enter_cgroups(h['cgroups']))
+        self.procs[h['name']] = p
+        h['pid'] = p.pid
+        h['starttime'] = privnet.proc_starttime(p.pid)
+
+    def ssh_cmd(self, h, *command):
+        return ['ssh', '-q', '-i', self.key, '-p', str(h['ssh_port']), '-o', 'BatchMode=yes',
+                '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null',
+                '-o', 'ConnectTimeout=5', 'root@127.0.0.1'] + list(command)
+
+    def _wait_ssh(self):
+        deadline = time.monotonic() + self.boot_timeout
+        pending = list(self.hosts)
+        while pending:
+            for h in list(pending):
+                p = self.procs.get(h['name'])
+                if p is not None and p.poll() is not None:
+                    with open(h['log'], errors='replace') as f:
+                        tail = f.read()[-1500:]
+                    raise RuntimeError('systemd-nspawn for %s exited (rc %s):\n%s' % (h['name'], p.returncode, tail))
+                if _ssh_banner(h['ssh_port']):
+                    # Boot finished (tor started or failed): 'running' or 'degraded'.
+                    r = subprocess.run(self.ssh_cmd(h, 'systemctl', 'is-system-running', '--wait'),
+                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=60,
+                                       stdin=subprocess.DEVNULL)
+                    status = r.stdout.decode().strip()
+                    if status in ('running', 'degraded'):
+                        h['system_state'] = status
+                        pending.remove(h)
+            if pending and time.monotonic() > deadline:
+                raise RuntimeError('hosts did not come up in %.0fs: %s' % (
+                    self.boot_timeout, ', '.join(h['name'] for h in pending)))
+            time.sleep(0.1)
+
+    def inventory(self):
+        hosts = {}
+        for h in self.hosts:
+            hosts[h['name']] = {
+                'ansible_host': '127.0.0.1', 'ansible_port': h['ssh_port'],
+                'testbed_machine': h['machine'],
+                'testbed_tor_control_port': h['tor_control_port'],
+                'testbed_tor_socks_port': h['tor_socks_port'],
+                'testbed_tor_or_port': h['tor_or_port'],
+            }
+        return {'all': {'children': {'testbed': {
+            'hosts': hosts,
+            'vars': {
+                'ansible_user': 'root',
+                'ansible_ssh_private_key_file': self.key,
+                'ansible_host_key_checking': False,
+                'ansible_ssh_common_args': '-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null',
+                'ansible_python_interpreter': '/usr/bin/python3',
+                'testbed_privnet_joined': bool(self.join_lines),
+                'testbed_privnet_torrc_lines': self.join_lines,
+                'testbed_privnet_dirauthority_lines': [x for x in self.join_lines
+                                                       if x.startswith('DirAuthority ')],
+            },
+        }}}}
+
+    def write_inventory(self, path=None):
+        text = json.dumps(self.inventory(), indent=2) + '\n'
+        for p in filter(None, [self.inventory_path, path]):
+            with open(p, 'w') as f:
+                f.write(text)
+
+    def down(self):
+        t0 = time.monotonic()
+        teardown_state(self.state(), self.grace, procs=self.procs)
+        self.timings['down'] = time.monotonic() - t0
+        log('hosts down in %.1fs' % self.timings['down'])
+        try:
+            os.unlink(self.registry)
+        except FileNotFoundError:
+            pass
+
+    def __enter__(self):
+        return self.up()
+
+    def __exit__(self, *exc):
+        self.down()
+
+
+def own_cgroups(machine):
+    """Make one empty cgroup per hierarchy for a container (below ours).
+
+    With --keep-unit --register=no and no systemd on the host, nspawn keeps
+    the cgroup it was started in as the container's root; containers that
+    share one then remove each other's unit cgroups at random ("Failed at
+    step CGROUP").  Returns the created directories."""
+    made = []
+    try:
+        with open('/proc/self/cgroup') as f:
+            entries = [line.rstrip('\n').split(':', 2) for line in f]
+    except OSError:
+        return made
+    for _, controllers, path in entries:
+        if controllers == 'name=systemd':
+            base = '/sys/fs/cgroup/systemd'
+        elif controllers == '':
+            base = '/sys/fs/cgroup/unified' if os.path.isdir('/sys/fs/cgroup/unified') else '/sys/fs/cgroup'
+        else:
+            continue
+        if not os.path.exists(os.path.join(base, 'cgroup.procs')):
+            continue
+        d = os.path.join(base + path.rstrip('/'), 'onionlab-' + machine)
+        try:
+            os.makedirs(d, exist_ok=True)
+            made.append(d)
+        except OSError:
+            pass
+    return made
+
+
+def enter_cgroups(dirs):
+    """In the child before exec: move this process into dirs."""
+    for d in dirs:
+        try:
+            with open(os.path.join(d, 'cgroup.procs'), 'w') as f:
+                f.write(str(os.getpid()))
+        except OSError:
+            pass
+
+
+def remove_cgroups(dirs):
+    """rmdir the container's cgroups, deepest first (they must be empty)."""
+    for d in dirs:
+        for sub, _, _ in sorted(os.walk(d), key=lambda x: -len(x[0])):
+            try:
+                os.rmdir(sub)
+            except OSError:
+                pass
+
+
+def _ssh_banner(port):
+    try:
+        with socket.create_connection(('127.0.0.1', port), timeout=1) as s:
+            s.settimeout(1)
+            return s.recv(8).startswith(b'SSH-')
+    except OSError:
+        return False
+
+
+def _mounts_under(path):
+    out = []
+    try:
+        with open('/proc/self/mountinfo') as f:
+            for line in f:
+                mp = line.split()[4].replace('\\040', ' ')
+                if mp == path or mp.startswith(path.rstrip('/') + '/'):
+                    out.append(mp)
+    except OSError:
+        pass
+    return sorted(out, key=len, reverse=True)
+
+
+def teardown_state(state, grace=15.0, procs=None):
+    """Stop every nspawn of a state (by PID + start time), unmount and remove its dir."""
+    pids = [(h['pid'], h['starttime']) for h in state.get('hosts', []) if h.get('pid')]
+    left = privnet.kill_pids(pids, grace=grace)
+    if left:
+        log('SIGKILLed nspawn %s' % left)
+    for p in (procs or {}).values():  # reap our own children
+        try:
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+    for h in state.get('hosts', []):
+        remove_cgroups(h.get('cgroups', []))
+    d = state.get('dir')
+    if d and os.path.isdir(d):
+        for mp in _mounts_under(d):
+            subprocess.call(['umount', '-l', mp])
+        if state.get('created_dir', True):
+            shutil.rmtree(d, ignore_errors=True)
+        else:  # keep a directory the caller gave, but drop the hosts' trees
+            for h in state.get('hosts', []):
+                shutil.rmtree(h['root'], ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------
+# CLI
+# ---------------------------------------------------------------------------
+
+def _load_state(d):
+    with open(os.path.join(os.path.abspath(d), 'state.json')) as f:
+        return json.load(f)
+
+
+def _privnet_join_lines(pn_dir):
+    st = privnet.read_state(os.path.abspath(pn_dir))
+    if not st or st.get('status') not in ('ready', 'degraded'):
+        raise SystemExit('no ready privnet in %s' % pn_dir)
+    return st['join_torrc_lines']
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def cmd_up(args):
+    ensure_packages()
+    if args.dir and os.path.exists(os.path.join(args.dir, 'state.json')):
+        try:
+            old = _load_state(args.dir)
+        except (OSError, ValueError):
+            old = {}
+        if any(privnet.pid_alive(h['pid'], h['starttime']) for h in old.get('hosts', []) if h.get('pid')):
+            print('a bed is already up in %s' % args.dir, file=sys.stderr)
+            return 1
+        teardown_state(old)
+    join = _privnet_join_lines(args.privnet) if args.privnet else None
+    bed = HostBed(n=args.n, base_dir=args.dir, privnet_join_lines=join)
+    # A SIGTERM during up tears down what was started (as SIGINT does).
+    signal.signal(signal.SIGTERM, _interrupt)
+    bed.up()
+    # From here on the nspawns outlive this process: 'down' stops them.
+    bed.owner_pid = None
+    bed.write_inventory(args.inventory_out)
+    bed.save()
+    print(bed.inventory_path)
+    print('# %d hosts up in %.1fs; stop with: %s down --dir %s' % (bed.n, bed.timings['total'], sys.argv[0],
+                                                                  bed.base_dir), file=sys.stderr)
+    return 0
+
+
+def cmd_down(args):
+    try:
+        state = _load_state(args.dir)
+    except (OSError, ValueError):
+        print('no bed state in %s' % args.dir, file=sys.stderr)
+        return 0
+    t0 = time.monotonic()
+    teardown_state(state)
+    for reg in glob.glob(os.path.join(beds_dir(), 'bed-%s.json' % state.get('run_id'))):
+        os.unlink(reg)
+    print('hosts down in %.1fs' % (time.monotonic() - t0))
+    return 0
+
+
+def cmd_cleanup(args):
+    """Tear down registered beds whose owner is gone (all with --all)."""
+    n = 0
+    for reg in sorted(glob.glob(os.path.join(beds_dir(), 'bed-*.json'))):
+        try:
+            with open(reg) as f:
+                entry = json.load(f)
+            with open(entry['state']) as f:
+                state = json.load(f)
+        except (OSError, ValueError, KeyError):
+            os.unlink(reg)
+            continue
+        owner = state.get('owner_pid')
+        if not args.all and owner and privnet.pid_alive(owner, state.get('owner_starttime')):
+            continue  # an in-process bed (pytest) still running
+        if not args.all and owner is None and any(
+                privnet.pid_alive(h['pid'], h['starttime']) for h in state.get('hosts', []) if h.get('pid')):
+            print('bed %s (%s) is up (CLI); use down --dir or cleanup --all' % (state['run_id'], state['dir']))
+            continue
+        log('cleaning up bed %s in %s' % (state.get('run_id'), state.get('dir')))
+        teardown_state(state)
+        os.unlink(reg)
+        n += 1
+    for partial in glob.glob(os.path.join(cache_dir(), 'rootfs-*.partial-*')):
+        pid = partial.rsplit('-', 1)[1]
+        if pid.isdigit() and not privnet.pid_alive(int(pid)):
+            log('removing partial rootfs %s' % partial)
+            shutil.rmtree(partial, ignore_errors=True)
+    print('cleaned up %d bed(s)' % n)
+    return 0
+
+
+def cmd_inventory(args):
+    state = _load_state(args.dir)
+    with open(state['inventory']) as f:
+        sys.stdout.write(f.read())
+    return 0
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    sub = p.add_subparsers(dest='cmd', required=True)
+    s = sub.add_parser('up')
+    s.add_argument('--dir')
+    s.add_argument('-n', type=int, default=3)
+    s.add_argument('--privnet', metavar='PRIVNET_DIR', help='join the privnet.py network started in this dir')
+    s.add_argument('--inventory-out', help='also write the inventory here')
+    s = sub.add_parser('down')
+    s.add_argument('--dir', required=True)
+    s = sub.add_parser('cleanup')
+    s.add_argument('--all', action='store_true', help='also beds that look alive')
+    s = sub.add_parser('inventory')
+    s.add_argument('--dir', required=True)
+    sub.add_parser('ensure-packages')
+    args = p.parse_args(argv)
+    if args.cmd == 'ensure-packages':
+        ensure_packages()
+        return 0
+    return {'up': cmd_up, 'down': cmd_down, 'cleanup': cmd_cleanup, 'inventory': cmd_inventory}[args.cmd](args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
