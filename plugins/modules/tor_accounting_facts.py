@@ -22,9 +22,9 @@ description:
     as V(null); the module never fails on a value. A tor too old to know a C(GETINFO) key or option
     answers C(552 Unrecognized key); the module then asks again without that key, its facts are
     V(null), and the key is listed in RV(missing_keys).
-  - Nothing is changed on tor; RV(changed) is always V(false) and check mode returns the same facts.
+  - Nothing is changed on tor; C(changed) is always V(false) and check mode returns the same facts.
 author:
-  - onionlab.tor contributors
+  - onionlab.tor contributors (@onionlab)
 options:
   include:
     description:

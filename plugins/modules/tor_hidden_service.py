@@ -20,7 +20,7 @@ description:
     that they outlive the module's control connection; they last until tor stops.
   - A key directory is never removed unless O(purge=true).
 author:
-  - onionlab.tor contributors
+  - onionlab.tor contributors (@onionlab)
 extends_documentation_fragment:
   - onionlab.tor.control
   - onionlab.tor.hidden_service

@@ -16,7 +16,7 @@ description:
   - The persistent entries can be fed back to M(onionlab.tor.tor_hidden_service) (its O(onionlab.tor.tor_hidden_service#module:services)
     option, with O(onionlab.tor.tor_hidden_service#module:exclusive=true) to make tor's configuration exactly that list).
 author:
-  - onionlab.tor contributors
+  - onionlab.tor contributors (@onionlab)
 extends_documentation_fragment:
   - onionlab.tor.control
   - onionlab.tor.attributes
