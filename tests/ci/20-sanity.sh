@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# ansible-test sanity for the collection, with the newest and the oldest ansible-core of the declared
+# range (meta/runtime.yml: >=2.17.0):
+#   - newest: the ansible-core of .venv (requirements-dev.txt; 2.19.x is the newest for Python 3.11),
+#     every sanity test, controller and target side on Python 3.11;
+#   - oldest: a pinned 2.17.x in .build/venv-2.17 (tests/utils/requirements-ansible-2.17.txt), used
+#     only for ansible-test, every sanity test too (see SANITY_OLDEST_TESTS to narrow it).
+# Target-side tests (compile, import) also run on every further CPython 3.x interpreter found on
+# the machine within modules.python_requires of tests/config.yml (none on a plain Debian machine).
+#
+# ansible-test must run inside .../ansible_collections/onionlab/tor: the content of the collection
+# artifact (see stage_collection) is unpacked into a temp tree of that shape.
+# ansible-test bootstraps pip in its per-test virtualenvs with a get-pip script it downloads from
+# a host unreachable here; tests/utils/get_pip_standin.py is put in its cache when missing.
+#
+# Environment: SANITY_ONLY=newest|oldest runs one of the two; SANITY_ARGS adds ansible-test options
+# (e.g. "--test validate-modules"); SANITY_OLDEST_TESTS="compile import ..." limits the oldest run.
+set -euo pipefail
+cd "$ONIONLAB_ROOT"
+
+OLDEST_REQ=tests/utils/requirements-ansible-2.17.txt
+OLDEST_VENV=.build/venv-2.17
+CONTROLLER_PYTHON=3.11
+LOG_DIR=.build/sanity
+PYTHONS_DIR=.build/pythons
+mkdir -p "$LOG_DIR"
+
+log() { printf '\n-- %s\n' "$*"; }
+
+# ensure_oldest_venv: .build/venv-2.17 with the pinned ansible-core, remade when the pin changes.
+ensure_oldest_venv() {
+    local stamp="$OLDEST_VENV/.requirements.sha256" want
+    want=$(sha256sum < "$OLDEST_REQ" | cut -d' ' -f1)
+    if [ ! -x "$OLDEST_VENV/bin/ansible-test" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+        log "creating $OLDEST_VENV from $OLDEST_REQ"
+        rm -rf "$OLDEST_VENV"
+        python3 -m venv "$OLDEST_VENV"
+        "$OLDEST_VENV/bin/python" -m pip install -q --disable-pip-version-check -r "$OLDEST_REQ"
+        echo "$want" > "$stamp"
+    fi
+}
+
+# place_get_pip PYTHON: put the stand-in where that ansible-test looks for its pinned pip's script.
+place_get_pip() {
+    local version cache
+    version=$("$1" - <<'EOF'
+import types
+from ansible_test._internal.python_requirements import get_venv_packages
+print(get_venv_packages(types.SimpleNamespace(version='3.11'))['pip'])
+EOF
+    )
+    cache="$HOME/.ansible/test/cache/get_pip_${version//./_}.py"
+    if [ ! -f "$cache" ]; then
+        log "placing the get-pip stand-in at $cache"
+        install -D -m 0644 tests/utils/get_pip_standin.py "$cache"
+    fi
+}
+
+# stage_collection DIR: DIR/ansible_collections/onionlab/tor holding exactly what the Galaxy artifact
+# holds (ansible-galaxy collection build, galaxy.yml build_ignore), i.e. what users install and
+# what Galaxy's importer runs sanity on. The pytest suite and its harness are dev-only, not in it.
+stage_collection() {
+    local dest="$1/ansible_collections/onionlab/tor"
+    mkdir -p "$dest" "$1/build"
+    ansible-galaxy collection build --output-path "$1/build" . > /dev/null
+    tar -xzf "$1"/build/onionlab-tor-*.tar.gz -C "$dest"
+    echo "$dest"
+}
+
+# extra_target_pythons ANSIBLE_TEST_PYTHON: --python-interpreter options for further CPythons that
+# this ansible-test supports for targets, skipping pyenv shims that do not resolve.
+extra_target_pythons() {
+    "$1" - "$CONTROLLER_PYTHON" <<'EOF'
+import glob, os, shutil, subprocess, sys
+from ansible_test._internal.constants import SUPPORTED_PYTHON_VERSIONS
+controller = sys.argv[1]
+for version in SUPPORTED_PYTHON_VERSIONS:
+    if version == controller or tuple(map(int, version.split('.'))) < (3, 7):
+        continue
+    # On PATH, else pyenv's own install (its shims answer only for the selected version).
+    path = shutil.which('python' + version)
+    pyenv = sorted(glob.glob(os.path.expanduser('~/.pyenv/versions/%s.*/bin/python%s' % (version, version))))
+    candidates = [p for p in [path] + pyenv[-1:] if p]
+    for path in candidates:
+        try:
+            real = subprocess.run([path, '-c', 'import sys; print(sys.executable)'], capture_output=True,
+                                  text=True, timeout=20, check=True).stdout.strip()
+        except Exception:
+            continue
+        if real:
+            print(version + '=' + real)
+            break
+EOF
+}
+
+failures=()
+
+# run_sanity LABEL VENV_BIN [ansible-test args...]
+run_sanity() {
+    local label="$1" bin="$2"; shift 2
+    local logfile="$LOG_DIR/$label.log" rc=0 start
+    start=$(date +%s)
+    log "ansible-test sanity, $label: $("$bin/ansible" --version | head -1) $*"
+    ( cd "$STAGED" && PATH="$bin:$PATH" ansible-test sanity --color no --python "$CONTROLLER_PYTHON" "$@" ) 2>&1 \
+        | tee "$logfile" || rc=$?
+    log "$label: exit $rc in $(( $(date +%s) - start ))s (log: $logfile)"
+    if [ "$rc" != 0 ]; then failures+=("$label")
+    fi
+}
+
+# run_target_pythons LABEL VENV_BIN: compile and import on the further target Pythons.
+run_target_pythons() {
+    local label="$1" bin="$2" entry version interp
+    for entry in $(extra_target_pythons "$bin/python"); do
+        version=${entry%%=*}; interp=${entry#*=}
+        local logfile="$LOG_DIR/$label-py$version.log" rc=0
+        # ansible-test also looks pythonX.Y up on PATH: let that find the real interpreter.
+        mkdir -p "$PYTHONS_DIR"
+        ln -sfn "$interp" "$PYTHONS_DIR/python$version"
+        log "ansible-test sanity, $label, target Python $version ($interp): compile import"
+        ( cd "$STAGED" && PATH="$bin:$ONIONLAB_ROOT/$PYTHONS_DIR:$PATH" ansible-test sanity --color no \
+            --test compile --test import \
+            --python "$version" --python-interpreter "$interp" ) 2>&1 | tee "$logfile" || rc=$?
+        if [ "$rc" != 0 ]; then failures+=("$label-py$version"); fi
+    done
+}
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+STAGED=$(stage_collection "$tmp")
+only="${SANITY_ONLY:-}"
+# shellcheck disable=SC2206
+extra_args=(${SANITY_ARGS:-})
+
+if [ -z "$only" ] || [ "$only" = newest ]; then
+    place_get_pip "$ONIONLAB_ROOT/.venv/bin/python"
+    run_sanity newest "$ONIONLAB_ROOT/.venv/bin" "${extra_args[@]}"
+    run_target_pythons newest "$ONIONLAB_ROOT/.venv/bin"
+fi
+if [ -z "$only" ] || [ "$only" = oldest ]; then
+    ensure_oldest_venv
+    place_get_pip "$ONIONLAB_ROOT/$OLDEST_VENV/bin/python"
+    oldest_tests=()
+    for t in ${SANITY_OLDEST_TESTS:-}; do oldest_tests+=(--test "$t"); done
+    run_sanity oldest "$ONIONLAB_ROOT/$OLDEST_VENV/bin" "${oldest_tests[@]}" "${extra_args[@]}"
+    run_target_pythons oldest "$ONIONLAB_ROOT/$OLDEST_VENV/bin"
+fi
+
+if [ ${#failures[@]} -gt 0 ]; then
+    printf '\n==== ansible-test sanity FAILED: %s\n' "${failures[*]}"
+    for label in "${failures[@]}"; do
+        printf -- '---- %s (full log: %s)\n' "$label" "$LOG_DIR/$label.log"
+        grep -E '^(ERROR|FATAL): ' "$LOG_DIR/$label.log" | sed "s|$STAGED/||" || true
+    done
+    printf '\nRerun one with: SANITY_ONLY=newest|oldest SANITY_ARGS="--test NAME" ./run test 20-sanity\n'
+    exit 1
+fi
+printf '\nansible-test sanity clean: %s\n' "${only:-newest and oldest}"
