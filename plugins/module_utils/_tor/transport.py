@@ -63,10 +63,15 @@ class ControlSocket(object):
     def tcp(cls, host, port, timeout=DEFAULT_TIMEOUT, **kwargs):
         where = "port %s:%s" % (host, port)
         try:
-            sock = socket.create_connection((host, int(port)), timeout=timeout)
-        except (OSError, ValueError) as exc:
-            if isinstance(exc, ValueError):
-                raise ConnectionFailed("invalid control port %r" % (port,))
+            number = int(port)
+        except (TypeError, ValueError):
+            number = 0
+        if not 1 <= number <= 65535:
+            # getaddrinfo takes 70000 as 70000 % 65536: refuse, do not connect elsewhere
+            raise ConnectionFailed("invalid control port %r" % (port,))
+        try:
+            sock = socket.create_connection((host, number), timeout=timeout)
+        except OSError as exc:
             raise _connect_error(exc, where)
         return cls(sock, where, timeout, **kwargs)
 
