@@ -1,0 +1,286 @@
+# Copyright (c) 2026, onionlab.tor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""tor_hidden_service and tor_hidden_service_info, run by real ansible-playbook against a
+real tor (DisableNetwork 1), with Stem reading the same tor as a second opinion."""
+
+import os
+import stat
+
+import pytest
+
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
+from harness.ansible_run import run_playbook
+
+HS = "onionlab.tor.tor_hidden_service"
+INFO = "onionlab.tor.tor_hidden_service_info"
+
+
+def conn(tor, tmp_path):
+    return {"control_port": tor.control_port, "config_file": str(tmp_path / "torrc.d" / "onionlab.conf")}
+
+
+def hs_task(tor, tmp_path, register=None, **params):
+    task = {HS: dict(conn(tor, tmp_path), **params)}
+    if register:
+        task["register"] = register
+    return task
+
+
+def results(run, name=HS):
+    return [t["result"] for t in run.results(name)]
+
+
+def live_conf(tor):
+    with connect(port=tor.control_port) as ctl:
+        return ctl.get_conf("HiddenServiceOptions")
+
+
+def web(tmp_path, name="web"):
+    return str(tmp_path / name)
+
+
+def test_create_idempotent_and_address(tor, tmp_path):
+    path = web(tmp_path)
+    task = hs_task(tor, tmp_path, path=path, ports=[{"port": 80, "target_port": 8080}])
+    run = run_playbook([task, task], tmp_path)
+    assert run.rc == 0, run.output
+    first, second = results(run)
+    assert first["changed"] is True
+    assert second["changed"] is False
+    with open(os.path.join(path, "hostname")) as handle:
+        hostname = handle.read().strip()
+    assert first["onion_address"] == hostname == second["onion_address"]
+    public = onion.read_public_key_file(os.path.join(path, "hs_ed25519_public_key"))
+    assert onion.onion_address(public) + ".onion" == hostname
+    assert first["service"]["ports"] == [{"port": 80, "target_address": "127.0.0.1", "target_port": 8080}]
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o700
+    assert live_conf(tor) == [("HiddenServiceDir", path), ("HiddenServicePort", "80 127.0.0.1:8080")]
+    # the drop-in holds it, and torrc now includes the drop-in (appended once)
+    drop_in = tmp_path / "torrc.d" / "onionlab.conf"
+    assert 'HiddenServiceDir "%s"' % path in drop_in.read_text()
+    assert tor.torrc.read_text().count("%%include %s" % drop_in) == 1
+    assert run.stats["localhost"]["changed"] == 1
+
+
+def test_check_mode_touches_nothing(tor, tmp_path):
+    path = web(tmp_path)
+    run = run_playbook([hs_task(tor, tmp_path, path=path, ports=[{"port": 80}])], tmp_path, check=True, diff=True)
+    assert run.rc == 0, run.output
+    (res,) = results(run)
+    assert res["changed"] is True
+    assert not os.path.exists(path)
+    assert not (tmp_path / "torrc.d").exists()
+    assert live_conf(tor) == [("HiddenServiceOptions", None)]
+    assert res["diff"]["before"] == {"services": []}
+    assert res["diff"]["after"]["services"][0]["path"] == path
+
+
+def test_ports_added_and_removed_options_changed(tor, tmp_path):
+    path = web(tmp_path)
+    other = web(tmp_path, "other")
+    base = hs_task(tor, tmp_path, path=other, ports=[{"port": 22}])
+    one = hs_task(tor, tmp_path, path=path, ports=[{"port": 80}])
+    two = hs_task(tor, tmp_path, path=path, ports=[{"port": 80}, {"port": 443, "target_address": "::1"},
+                                                   {"port": 81, "target_address": "unix:/run/x.sock"}],
+                  num_intro_points=5, max_streams=10)
+    back = hs_task(tor, tmp_path, path=path, ports=[{"port": 443, "target_address": "::1"}])
+    run = run_playbook([base, one, two, two, back], tmp_path, diff=True)
+    assert run.rc == 0, run.output
+    changed = [r["changed"] for r in results(run)]
+    assert changed == [True, True, True, False, True]
+    assert live_conf(tor) == [
+        ("HiddenServiceDir", other), ("HiddenServicePort", "22 127.0.0.1:22"),
+        ("HiddenServiceDir", path), ("HiddenServicePort", "443 [::1]:443")]
+    last = results(run)[-1]
+    assert last["diff"]["before"]["services"][1]["num_intro_points"] == 5
+    assert last["diff"]["after"]["services"][1]["num_intro_points"] == 3
+    # the other service kept its key all along
+    assert results(run)[0]["onion_address"] == onion.service_dir_address(other)
+
+
+def test_absent_keeps_keys_purge_removes(tor, tmp_path):
+    path = web(tmp_path)
+    create = hs_task(tor, tmp_path, path=path, ports=[{"port": 80}], register="made")
+    absent = hs_task(tor, tmp_path, path=path, state="absent")
+    run = run_playbook([create, absent, absent], tmp_path)
+    assert run.rc == 0, run.output
+    assert [r["changed"] for r in results(run)] == [True, True, False]
+    assert os.path.exists(os.path.join(path, "hs_ed25519_secret_key"))
+    assert live_conf(tor) == [("HiddenServiceOptions", None)]
+    address = results(run)[0]["onion_address"]
+    # present again: same key, same address
+    run = run_playbook([create, hs_task(tor, tmp_path, path=path, state="absent", purge=True)], tmp_path)
+    assert run.rc == 0, run.output
+    again, purged = results(run)
+    assert again["onion_address"] == address
+    assert purged["changed"] is True and purged["purged"] == [path]
+    assert not os.path.exists(path)
+
+
+def test_two_services_at_once_and_restart_keeps_them(tor, tmp_path):
+    services = [{"path": web(tmp_path, "a"), "ports": [{"port": 80}]},
+                {"path": web(tmp_path, "b"), "ports": [{"port": 22, "target_port": 2222}]}]
+    task = hs_task(tor, tmp_path, services=services)
+    run = run_playbook([task, task], tmp_path)
+    assert run.rc == 0, run.output
+    first, second = results(run)
+    assert first["changed"] and not second["changed"]
+    before = live_conf(tor)
+    addresses = [s["onion_address"] for s in first["services"]]
+    tor.restart()
+    assert live_conf(tor) == before
+    run = run_playbook([{INFO: {"control_port": tor.control_port}, "register": "info"}], tmp_path)
+    info = results(run, INFO)[0]["hidden_services"]
+    assert [s["onion_address"] for s in info] == addresses
+
+
+def test_info_round_trip_exclusive(tor, tmp_path):
+    """Info output fed back with exclusive: the same state; on a changed tor it restores it."""
+    a, b, c = web(tmp_path, "a"), web(tmp_path, "b"), web(tmp_path, "c")
+    setup = [hs_task(tor, tmp_path, path=a, ports=[{"port": 80, "target_port": 8080}], max_streams=3),
+             hs_task(tor, tmp_path, path=b, ports=[{"port": 22}], allow_unknown_ports=True,
+                     authorized_clients=[{"name": "alice", "public_key": onion.generate_client_keypair()[1]}]),
+             {INFO: {"control_port": tor.control_port}, "register": "info"},
+             hs_task(tor, tmp_path, path=c, ports=[{"port": 1}]),
+             hs_task(tor, tmp_path, path=a, ports=[{"port": 81}]),
+             hs_task(tor, tmp_path, register="restored", exclusive=True,
+                     services="{{ info.hidden_services | selectattr('type', 'equalto', 'persistent') | list }}"),
+             hs_task(tor, tmp_path, register="again", exclusive=True,
+                     services="{{ info.hidden_services | selectattr('type', 'equalto', 'persistent') | list }}"),
+             {INFO: {"control_port": tor.control_port}, "register": "info2"}]
+    run = run_playbook(setup, tmp_path)
+    assert run.rc == 0, run.output
+    info1, info2 = [r["hidden_services"] for r in results(run, INFO)]
+    restored, again = results(run)[-2:]
+    assert restored["changed"] is True and again["changed"] is False
+    assert info1 == info2
+    assert [s["path"] for s in info2] == [a, b]
+    assert info2[1]["authorized_clients"][0]["name"] == "alice"
+    assert os.path.exists(c)  # removed from tor by exclusive, but its keys are kept
+
+
+def test_info_agrees_with_stem(tor, tmp_path):
+    """Stem's get_hidden_service_conf and the info module read the same tor alike. (Stem 1.8.2
+    raises on unix: and IPv6 targets, "invalid HiddenServicePort target address", so none here.)"""
+    stem_control = pytest.importorskip("stem.control")
+    a, b = web(tmp_path, "a"), web(tmp_path, "b")
+    run = run_playbook([hs_task(tor, tmp_path, path=a, ports=[{"port": 80, "target_port": 8080},
+                                                              {"port": 443}], max_streams=7),
+                        hs_task(tor, tmp_path, path=b, ports=[{"port": 22, "target_address": "127.0.0.2"}],
+                                allow_unknown_ports=True),
+                        {INFO: {"control_port": tor.control_port}, "register": "info"}], tmp_path)
+    assert run.rc == 0, run.output
+    ours = results(run, INFO)[0]["hidden_services"]
+    with stem_control.Controller.from_port(port=tor.control_port) as controller:
+        controller.authenticate()
+        theirs = controller.get_hidden_service_conf()
+    assert list(theirs) == [s["path"] for s in ours]
+    for service in ours:
+        stem_ports = [(p, h, t) for p, h, t in theirs[service["path"]]["HiddenServicePort"]]
+        our_ports = [(p["port"], p["target_address"], p["target_port"]) for p in service["ports"]]
+        assert stem_ports == our_ports
+    assert theirs[a]["HiddenServiceMaxStreams"] == "7" and ours[0]["max_streams"] == 7
+    assert theirs[b]["HiddenServiceAllowUnknownPorts"] == "1" and ours[1]["allow_unknown_ports"] is True
+
+
+def test_ephemeral_generated_supplied_detach_discard(tor, tmp_path):
+    gen = hs_task(tor, tmp_path, ephemeral=True, ports=[{"port": 80, "target_port": 8080}],
+                  return_private_key=True, register="gen")
+    supplied = hs_task(tor, tmp_path, ephemeral=True, ports=[{"port": 80, "target_port": 8080}],
+                       private_key="{{ gen.private_key }}")
+    changed_ports = hs_task(tor, tmp_path, ephemeral=True, ports=[{"port": 81}], private_key="{{ gen.private_key }}")
+    discard = hs_task(tor, tmp_path, ephemeral=True, ports=[{"port": 80}])
+    remove = hs_task(tor, tmp_path, ephemeral=True, state="absent", service_id="{{ gen.service.service_id }}")
+    run = run_playbook([gen, supplied, changed_ports, discard, remove, remove], tmp_path)
+    assert run.rc == 0, run.output
+    r_gen, r_sup, r_chg, r_disc, r_rm, r_rm2 = results(run)
+    assert r_gen["changed"] and r_gen["private_key"].startswith("ED25519-V3:")
+    sid = r_gen["service"]["service_id"]
+    assert onion.service_id_of_key(r_gen["private_key"]) == sid
+    assert r_sup["changed"] is False and r_sup["onion_address"] == sid + ".onion"
+    assert r_chg["changed"] is True and r_chg["service"]["ports"][0]["port"] == 81
+    assert r_chg["service"]["service_id"] == sid
+    assert "private_key" not in r_disc and r_disc["changed"]
+    assert r_rm["changed"] is True and r_rm2["changed"] is False
+    with connect(port=tor.control_port) as ctl:
+        detached = ctl.list_onions()["detached"]
+    # the generated-then-removed one is gone; the DiscardPK one outlived its connection
+    assert sid not in detached
+    assert r_disc["service"]["service_id"] in detached
+    # the key never reached the log of a run that did not ask for it
+    assert r_gen["private_key"].split(":")[1] not in "".join(str(r) for r in (r_sup, r_chg, r_disc))
+
+
+def test_authorized_clients(tor, tmp_path):
+    path = web(tmp_path)
+    _priv, alice = onion.generate_client_keypair()
+    keys_file = tmp_path / "generated.json"
+    task = hs_task(tor, tmp_path, path=path, ports=[{"port": 80}], register="made",
+                   authorized_clients=[{"name": "alice", "public_key": alice}, {"name": "bob"}])
+    task["no_log"] = True
+    save = {"ansible.builtin.copy": {"content": "{{ made.generated_clients | to_json }}", "dest": str(keys_file)},
+            "no_log": True}
+    same = hs_task(tor, tmp_path, path=path, ports=[{"port": 80}],
+                   authorized_clients=[{"name": "alice", "public_key": alice}, {"name": "bob"}])
+    fewer = hs_task(tor, tmp_path, path=path, ports=[{"port": 80}], authorized_clients=[{"name": "bob"}])
+    run = run_playbook([task, save, same, fewer], tmp_path, diff=True)
+    assert run.rc == 0, run.output
+    first, second, third = results(run)
+    assert first["changed"] and not second["changed"] and third["changed"]
+    import json
+    (bob,) = json.loads(keys_file.read_text())
+    assert bob["name"] == "bob" and second["generated_clients"] == []
+    assert onion.b32(onion.x25519_public(onion.unb32(bob["private_key"], 32, "k"))) == bob["public_key"]
+    assert bob["auth_private"] == "%s:descriptor:x25519:%s" % (second["onion_address"][:-6], bob["private_key"])
+    assert bob["private_key"] not in run.output  # no_log hid it
+    directory = os.path.join(path, "authorized_clients")
+    assert sorted(os.listdir(directory)) == ["bob.auth"]
+    assert stat.S_IMODE(os.stat(directory).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(os.path.join(directory, "bob.auth")).st_mode) == 0o600
+    assert open(os.path.join(directory, "bob.auth")).read().strip() == "descriptor:x25519:" + bob["public_key"]
+    assert third["diff"]["after"]["services"][0]["authorized_clients"] == ["bob"]
+    assert third["diff"]["before"]["services"][0]["authorized_clients"] == ["alice", "bob"]
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"ports": [{"port": 0}]}, "between 1 and 65535"),
+    ({"ports": [{"port": 80, "target_port": 70000}]}, "between 1 and 65535"),
+    ({"ports": [{"port": 80, "target_address": "example.com"}]}, "neither an IP address nor unix:/path"),
+    ({"ports": [{"port": 80, "target_address": "unix:relative"}]}, "unix:/absolute/path"),
+    ({"path": "relative/dir", "ports": [{"port": 80}]}, "path must be absolute"),
+    ({"path": "/etc/hostname", "ports": [{"port": 80}]}, "is not a directory"),
+    ({"path": "/nonexistent-onionlab/x", "ports": [{"port": 80}]}, "parent directory"),
+    ({"ports": [{"port": 80, "target_address": "127.0.0.1\r\nSIGNAL SHUTDOWN"}]}, "carriage return"),
+    ({"ports": [{"port": 80}], "extra_options": {"HiddenServiceNoSuchOption": 1}}, "tor refused"),
+    ({"ports": [{"port": 80}], "extra_options": {"ContactInfo": "x"}}, "another HiddenService* option"),
+    ({"ports": []}, "at least one entry in ports"),
+    ({"ports": [{"port": 80}], "num_intro_points": 99}, "between 1 and 20"),
+    ({"ephemeral": True, "path": None, "ports": [{"port": 80}], "private_key": "ED25519-V3:bm90IGEga2V5"},
+     "64-byte"),
+    ({"ephemeral": True, "path": None, "ports": [{"port": 80}], "client_auth_v3": ["short"]}, "client public key"),
+    ({"ephemeral": True, "path": None, "ports": [{"port": 80}], "client_auth_v3": ["not base32!"]}, "base32"),
+])
+def test_bad_input_one_clear_message(tor, tmp_path, params, message):
+    params = dict({"path": web(tmp_path)}, **params)
+    if params.get("path") is None:
+        del params["path"]
+    run = run_playbook([hs_task(tor, tmp_path, **params)], tmp_path)
+    assert run.rc != 0
+    (res,) = results(run)
+    assert message in res["msg"], res["msg"]
+    assert "Traceback" not in run.output
+    assert res.get("exception", "(traceback unavailable)") == "(traceback unavailable)"  # 2.19 adds this key
+    assert live_conf(tor) == [("HiddenServiceOptions", None)]
+    with connect(port=tor.control_port) as ctl:
+        assert ctl.get_info("version")["version"]  # tor is alive: nothing was injected
+
+
+def test_unsafe_existing_directory_reported_not_changed(tor, tmp_path):
+    path = web(tmp_path)
+    os.mkdir(path, 0o755)
+    os.chmod(path, 0o755)
+    run = run_playbook([hs_task(tor, tmp_path, path=path, ports=[{"port": 80}])], tmp_path)
+    assert run.rc != 0
+    assert "is unsafe" in results(run)[0]["msg"] and "0755" in results(run)[0]["msg"]
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o755
