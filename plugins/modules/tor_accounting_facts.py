@@ -23,6 +23,8 @@ description:
     answers C(552 Unrecognized key); the module then asks again without that key, its facts are
     V(null), and the key is listed in RV(missing_keys).
   - Nothing is changed on tor; C(changed) is always V(false) and check mode returns the same facts.
+  - Each run sets RV(ansible_facts.tor) as a whole; after a run with a narrower O(include), the groups it left
+    out are absent even if an earlier run had set them. Register the results to keep several.
 author:
   - onionlab.tor contributors (@onionlab)
 options:
@@ -66,6 +68,12 @@ EXAMPLES = r"""
 - name: Read everything from the Debian tor (control socket /run/tor/control, cookie authentication)
   onionlab.tor.tor_accounting_facts:
 
+- name: Report the rate tor may relay at
+  ansible.builtin.debug:
+    msg: >-
+      {{ ansible_facts.tor.effective_rate | human_readable }}/s,
+      burst {{ ansible_facts.tor.effective_burst | human_readable }}
+
 - name: Read only the accounting figures from a tor's ControlPort
   onionlab.tor.tor_accounting_facts:
     control_port: 9051
@@ -87,12 +95,6 @@ EXAMPLES = r"""
   until: (tor_state.ansible_facts.tor.bootstrap.progress | default(0)) == 100
   retries: 30
   delay: 2
-
-- name: Report the rate tor may relay at
-  ansible.builtin.debug:
-    msg: >-
-      {{ ansible_facts.tor.effective_rate | human_readable }}/s,
-      burst {{ ansible_facts.tor.effective_burst | human_readable }}
 """
 
 RETURN = r"""
