@@ -1,0 +1,1672 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Copyright (c) 2026, onionlab.tor contributors
+"""Fast, validating parser for Tor v3 network-status documents (dir-spec section 3.4.1).
+
+Supports ``ns`` and ``microdesc`` consensuses (every consensus method real documents use) and
+``ns`` votes.  Pure standard library, Python 3.8+.
+
+Validation follows what Stem's ``validate=True`` checks (section structure, keyword counts,
+value formats, base64 identities, ports, timestamps, ...) and fails with one
+:class:`ConsensusError` naming the line.  Where Stem refuses what tor itself writes, tor and
+dir-spec win:
+
+* an empty ``client-versions`` / ``server-versions`` line (tor writes one when nothing is
+  recommended) is accepted as an empty list;
+* ``params`` values are checked as Int32 in sorted order, as dir-spec says, but not against
+  Stem's per-parameter ranges: authorities vote those values and tor clamps them when used,
+  so a consensus carrying an out-of-range value is still one tor writes and accepts.
+
+A few checks are stricter than Stem, following tor: protocol versions must lie in 0-63 with
+low <= high, port ranges in exit policies must have low <= high, valid-after must precede
+fresh-until and valid-until, and nothing but signatures may follow the first
+``directory-signature``.
+
+Speed: router entries in tor's canonical line order are matched by one compiled pattern per
+entry (validated inside the regular-expression engine), values that repeat across routers
+(flags, versions, protocols, policies) are parsed and validated once per distinct string,
+and base64 identities are decoded only for routers that are returned.  Entries in any other
+shape (``opt`` prefixes, unknown lines, a different line order, votes) go through a general
+line-by-line path producing identical results.
+
+Output is JSON-serialisable.  Times are ``YYYY-MM-DDTHH:MM:SSZ`` strings (UTC).  Routers
+that share an identical ``s``/``pr`` line share the same ``flags`` list / ``protocols`` dict
+object: treat router values as read-only.
+"""
+
+from __future__ import annotations
+
+import binascii
+import calendar
+import hashlib
+import re
+import time
+
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import dirauths as _dirauths
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import rsa_verify as _rsa
+
+
+class ConsensusError(ValueError):
+    """A network-status document that is malformed; ``line`` is its 1-based line number."""
+
+    def __init__(self, message, line=None):
+        self.line = line
+        self.reason = message
+        if line is not None:
+            message = "line %d: %s" % (line, message)
+        ValueError.__init__(self, message)
+
+
+class _FieldError(Exception):
+    """Internal: a value is malformed; converted to ConsensusError with the line number."""
+
+
+# --------------------------------------------------------------------------- patterns
+
+_B64 = "[A-Za-z0-9+/]"
+_OCTET = "(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_IPV4 = _OCTET + ("\\." + _OCTET) * 3
+_PORT_BODY = "6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}"
+_PORT = "(?:" + _PORT_BODY + ")"
+_PORT0 = "(?:0|" + _PORT_BODY + ")"
+_H16 = "[0-9a-fA-F]{1,4}"
+# sound (never accepts an invalid address) but not complete: embedded-IPv4 forms and
+# anything else it does not match are decided by _is_ipv6()
+_IPV6 = "(?:" + "|".join([
+    "(?:%s:){7}%s" % (_H16, _H16),
+    "(?:%s:){1,7}:" % _H16,
+    "(?:%s:){1,6}:%s" % (_H16, _H16),
+    "(?:%s:){1,5}(?::%s){1,2}" % (_H16, _H16),
+    "(?:%s:){1,4}(?::%s){1,3}" % (_H16, _H16),
+    "(?:%s:){1,3}(?::%s){1,4}" % (_H16, _H16),
+    "(?:%s:){1,2}(?::%s){1,5}" % (_H16, _H16),
+    "%s:(?::%s){1,6}" % (_H16, _H16),
+    ":(?::%s){1,7}" % _H16,
+    "::",
+]) + ")"
+_DATE = "([0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01]))"
+_TIME = "((?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9])"
+_NICK = "([A-Za-z0-9]{1,19})"
+
+_R_TAIL = " %s %s (%s) (%s) (%s)\n" % (_DATE, _TIME, _IPV4, _PORT, _PORT0)
+_ALINE = "a (?:\\[%s\\]|%s):%s\n" % (_IPV6, _IPV4, _PORT)
+_ROUTER_TAIL = (
+    "s((?:[ ][^\n]*)?)\n"
+    "(?:v ([^\n]+)\n)?"
+    "(?:pr ([^\n]+)\n)?"
+    "(?:w Bandwidth=([0-9]+)( Unmeasured=1)?\n)?"
+)
+_NEXT = "(?=r[ \t\n]|\\Z)"
+# groups: nick ident digest date time address orport dirport alines s v pr bw unmeasured p
+_NS_ENTRY = ("r " + _NICK + " (" + _B64 + "{27}) (" + _B64 + "{27})" + _R_TAIL
+             + "((?:" + _ALINE + ")*)" + _ROUTER_TAIL + "(?:p ([^\n]+)\n)?" + _NEXT)
+# groups: nick ident date time address orport dirport alines mdigest s v pr bw unmeasured
+_MD_ENTRY = ("r " + _NICK + " (" + _B64 + "{27})" + _R_TAIL
+             + "((?:" + _ALINE + ")*)m (" + _B64 + "{43})\n" + _ROUTER_TAIL + _NEXT)
+# any other entry: its r line and every following line up to the next r line
+_OTHER_ENTRY = "(r[ \t\n][^\n]*\n(?:(?!r[ \t\n])[^\n]*\n)*)"
+_NS_FAST = re.compile("^" + _NS_ENTRY, re.M)
+_MD_FAST = re.compile("^" + _MD_ENTRY, re.M)
+_NS_BULK = re.compile("^(?:" + _NS_ENTRY + "|" + _OTHER_ENTRY + ")", re.M)
+_MD_BULK = re.compile("^(?:" + _MD_ENTRY + "|" + _OTHER_ENTRY + ")", re.M)
+_CHUNK = 96 * 1024  # characters of router entries handled per bulk step
+
+_LINE_RE = re.compile(r"(?:opt[ \t]+)?([A-Za-z0-9][A-Za-z0-9-]*)(?:[ \t]+(.*))?\Z")
+_BAD_CHAR = re.compile(r"[^\t\x20-\x7e]")
+_BEGIN_RE = re.compile(r"-----BEGIN ([A-Za-z0-9]+(?: [A-Za-z0-9]+)*)-----\Z")
+_HEX40 = re.compile(r"[0-9A-Fa-f]{40}\Z")
+_TS_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}\Z")
+_VERSION_RE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+(?:\.[0-9]+)?(?:-\S*)?(?: \(\S*\))*\Z")
+_PROTO_NAME = re.compile(r"[A-Za-z0-9-]+\Z")
+_INT = re.compile(r"-?[0-9]+\Z")
+_B64_VALUE = re.compile(r"[A-Za-z0-9+/]+={0,2}\Z")
+
+_MAX_PROTOCOL_VERSION = 63
+_INT32 = (-2147483648, 2147483647)
+
+# header keywords: (in votes, in consensuses, mandatory, multiple)
+_HEADER_FIELDS = {
+    "network-status-version": (True, True, True, False),
+    "vote-status": (True, True, True, False),
+    "consensus-methods": (True, False, False, False),
+    "consensus-method": (False, True, False, False),
+    "published": (True, False, True, False),
+    "valid-after": (True, True, True, False),
+    "fresh-until": (True, True, True, False),
+    "valid-until": (True, True, True, False),
+    "voting-delay": (True, True, True, False),
+    "client-versions": (True, True, False, False),
+    "server-versions": (True, True, False, False),
+    "package": (True, True, False, True),
+    "known-flags": (True, True, True, False),
+    "flag-thresholds": (True, False, False, False),
+    "shared-rand-participate": (True, False, False, False),
+    "shared-rand-commit": (True, False, False, True),
+    "shared-rand-previous-value": (True, True, False, False),
+    "shared-rand-current-value": (True, True, False, False),
+    "bandwidth-file-headers": (True, False, False, False),
+    "bandwidth-file-digest": (True, False, False, False),
+    "recommended-client-protocols": (True, True, False, False),
+    "recommended-relay-protocols": (True, True, False, False),
+    "required-client-protocols": (True, True, False, False),
+    "required-relay-protocols": (True, True, False, False),
+    "params": (True, True, False, False),
+}
+_AUTHORITY_KEYWORDS = ("dir-source", "contact", "vote-digest", "legacy-dir-key")
+_ROUTER_KEYWORDS = ("r", "a", "s", "v", "pr", "w", "p", "m", "id")
+_FOOTER_KEYWORDS = ("directory-footer", "bandwidth-weights", "directory-signature")
+
+ROUTER_FIELDS_NS = (
+    "nickname", "fingerprint", "digest", "published", "address", "or_port", "dir_port",
+    "or_addresses", "flags", "version", "version_line", "protocols", "bandwidth", "measured",
+    "unmeasured", "exit_policy",
+)
+ROUTER_FIELDS_MICRODESC = (
+    "nickname", "fingerprint", "microdescriptor_digest", "published", "address", "or_port",
+    "dir_port", "or_addresses", "flags", "version", "version_line", "protocols", "bandwidth",
+    "measured", "unmeasured",
+)
+ROUTER_FIELDS_VOTE_EXTRA = ("identifier_type", "identifier", "microdescriptor_hashes")
+ROUTER_FIELDS = tuple(sorted(set(ROUTER_FIELDS_NS + ROUTER_FIELDS_MICRODESC + ROUTER_FIELDS_VOTE_EXTRA)))
+
+
+# --------------------------------------------------------------------------- small helpers
+
+def _iso(value):
+    return value[:10] + "T" + value[11:] + "Z"
+
+
+def _epoch(value):
+    return _rsa.parse_timestamp(value)
+
+
+def _timestamp(value):
+    if not _TS_RE.match(value):
+        raise _FieldError("expected a 'YYYY-MM-DD HH:MM:SS' timestamp, got %r" % value)
+    try:
+        _rsa.parse_timestamp(value)
+    except ValueError:
+        raise _FieldError("%r is not a valid date and time" % value)
+    return _iso(value)
+
+
+def _check_date(date):
+    y, mo, d = int(date[:4]), int(date[5:7]), int(date[8:10])
+    if y < 1 or d > calendar.monthrange(y, mo)[1]:
+        raise _FieldError("%r is not a valid date" % date)
+
+
+def _b64_hex(value):
+    return binascii.a2b_base64(value + "=").hex().upper()
+
+
+def _valid_ipv4(text):
+    parts = text.split(".")
+    if len(parts) != 4:
+        return False
+    for part in parts:
+        if not (part.isdigit() and part.isascii()) or int(part) > 255 or (len(part) > 1 and part[0] == "0"):
+            return False
+    return True
+
+
+def _is_ipv6(addr):
+    """RFC 4291 text form (no zone index); brackets not allowed here."""
+    if not addr or "%" in addr:
+        return False
+    if "." in addr:
+        head, sep, tail = addr.rpartition(":")
+        if not sep or not _valid_ipv4(tail):
+            return False
+        addr = head + (":0:0" if not head.endswith(":") or head.endswith("::") else "0:0")
+        if head.endswith(":") and not head.endswith("::"):
+            return False
+    if addr.count("::") > 1:
+        return False
+    if "::" in addr:
+        left, right = addr.split("::")
+        groups = (left.split(":") if left else []) + (right.split(":") if right else [])
+        if len(groups) > 7:
+            return False
+    else:
+        groups = addr.split(":")
+        if len(groups) != 8:
+            return False
+    for group in groups:
+        if not 1 <= len(group) <= 4:
+            return False
+        try:
+            int(group, 16)
+        except ValueError:
+            return False
+        if not all(c in "0123456789abcdefABCDEF" for c in group):
+            return False
+    return True
+
+
+def _valid_port(text, allow_zero=False):
+    if not (text.isdigit() and text.isascii()):
+        return False
+    if text == "0":
+        return allow_zero
+    return text[0] != "0" and int(text) <= 65535
+
+
+def _check_chars(value):
+    if _BAD_CHAR.search(value):
+        raise _FieldError("control character in %r" % value[:80])
+
+
+def _flags(value):
+    """'s' line value -> list of flags (Stem: no duplicates, no empty entries)."""
+    _check_chars(value)
+    if value == "":
+        return []
+    flags = value.split(" ")
+    if "" in flags:
+        raise _FieldError("extra whitespace in the flags %r" % value)
+    if len(set(flags)) != len(flags):
+        raise _FieldError("duplicate flags in %r" % value)
+    return flags
+
+
+def _version(value):
+    """'v' line value -> version string after 'Tor ', or None for other platforms."""
+    _check_chars(value)
+    if value.startswith("Tor "):
+        if not _VERSION_RE.match(value[4:]):
+            raise _FieldError("malformed tor version %r" % value)
+        return value[4:]
+    return None
+
+
+def _protocols(value):
+    """'Cons=1-2 Desc=1,3' -> {'Cons': [1, 2], 'Desc': [1, 3]} (empty values skipped, as Stem)."""
+    _check_chars(value)
+    result = {}
+    if value == "":
+        return result
+    for entry in value.split(" "):
+        name, eq, versions = entry.partition("=")
+        if not eq or not _PROTO_NAME.match(name):
+            raise _FieldError("protocol entries must be Name=versions, got %r" % entry)
+        if not versions:
+            continue
+        numbers = []
+        for item in versions.split(","):
+            low, dash, high = item.partition("-")
+            if not dash:
+                high = low
+            if not (low.isdigit() and high.isdigit() and low.isascii() and high.isascii()):
+                raise _FieldError("protocol versions must be numbers or ranges, got %r" % entry)
+            low_i, high_i = int(low), int(high)
+            if high_i > _MAX_PROTOCOL_VERSION or low_i > high_i:
+                raise _FieldError("protocol version range %r is outside 0-%d or reversed"
+                                  % (item, _MAX_PROTOCOL_VERSION))
+            numbers.extend(range(low_i, high_i + 1))
+        result[name] = numbers
+    return result
+
+
+def _policy(value):
+    """'accept 80,443' / 'reject 1-65535' -> the same string, validated."""
+    _check_chars(value)
+    if value.startswith("accept"):
+        rest = value[6:]
+    elif value.startswith("reject"):
+        rest = value[6:]
+    else:
+        raise _FieldError("exit policy must start with 'accept' or 'reject', got %r" % value)
+    if not rest.startswith(" "):
+        raise _FieldError("exit policy needs a space after accept/reject: %r" % value)
+    for item in rest.lstrip().split(","):
+        low, dash, high = item.partition("-")
+        if not dash:
+            high = low
+        if not (_valid_port(low) and _valid_port(high)) or int(low) > int(high):
+            raise _FieldError("invalid port range %r in exit policy" % item)
+    return value
+
+
+def _or_address(value):
+    """'a' line value -> {'address', 'port', 'ipv6'} (Stem's rules: IPv4, or IPv6 in brackets or not)."""
+    address, colon, port = value.rpartition(":")
+    if not colon:
+        raise _FieldError("'a' line must be address:port, got %r" % value)
+    bare = address[1:-1] if address.startswith("[") and address.endswith("]") else address
+    ipv6 = _is_ipv6(bare)
+    if not ipv6 and (bare != address or not _valid_ipv4(address)):
+        raise _FieldError("'a' line has an invalid address %r" % address)
+    if not _valid_port(port):
+        raise _FieldError("'a' line has an invalid port %r" % port)
+    return {"address": bare, "port": int(port), "ipv6": ipv6}
+
+
+def _or_addresses_fast(alines):
+    result = []
+    for line in alines[:-1].split("\n"):
+        address, _colon, port = line[2:].rpartition(":")
+        if address[0] == "[":
+            result.append({"address": address[1:-1], "port": int(port), "ipv6": True})
+        else:
+            result.append({"address": address, "port": int(port), "ipv6": False})
+    return result
+
+
+def _mappings(value, keyword):
+    if value == "":
+        return []
+    pairs = []
+    for entry in value.split(" "):
+        key, eq, val = entry.partition("=")
+        if not eq:
+            raise _FieldError("'%s' must be a series of key=value pairs, got %r" % (keyword, entry))
+        pairs.append((key, val))
+    return pairs
+
+
+def _int_mappings(value, keyword):
+    """Sorted Keyword=Int32 pairs (params, bandwidth-weights)."""
+    result = {}
+    previous = None
+    for key, val in _mappings(value, keyword):
+        if not _INT.match(val):
+            raise _FieldError("'%s' value for %r is not an integer: %r" % (keyword, key, val))
+        number = int(val)
+        if not _INT32[0] <= number <= _INT32[1]:
+            raise _FieldError("'%s' value for %r is outside the Int32 range: %s" % (keyword, key, val))
+        if previous is not None and key < previous:
+            raise _FieldError("'%s' entries must be sorted by key (%r after %r)" % (keyword, key, previous))
+        if key in result:
+            raise _FieldError("'%s' repeats %r" % (keyword, key))
+        previous = key
+        result[key] = number
+    return result
+
+
+def _split_lines_items(text, start, end, lineno):
+    """Tokenise text[start:end]: [(lineno, keyword, args, obj, line_start)].
+
+    obj is (object type, base64 text) when a PEM-style object follows the keyword line.
+    Blank lines are skipped and an 'opt ' prefix dropped (as tor and Stem do).
+    """
+    items = []
+    pos = start
+    append = items.append
+    while pos < end:
+        nl = text.find("\n", pos, end)
+        if nl < 0:
+            nl = end
+        line = text[pos:nl]
+        line_start = pos
+        pos = nl + 1
+        if not line:
+            lineno += 1
+            continue
+        match = _LINE_RE.match(line)
+        if not match or _BAD_CHAR.search(line):
+            if line.startswith("-----"):
+                raise ConsensusError("object without a keyword line before it", lineno)
+            if _BAD_CHAR.search(line):
+                raise ConsensusError("control character in line %r" % line[:80], lineno)
+            raise ConsensusError("malformed line %r (expected a keyword)" % line[:80], lineno)
+        obj = None
+        item_line = lineno
+        lineno += 1
+        if text.startswith("-----BEGIN ", pos):
+            nl = text.find("\n", pos, end)
+            if nl < 0:
+                nl = end
+            head = text[pos:nl]
+            bmatch = _BEGIN_RE.match(head)
+            if not bmatch:
+                raise ConsensusError("malformed object header %r" % head[:80], lineno)
+            end_line = "-----END %s-----" % bmatch.group(1)
+            body_start = nl + 1
+            body_end = text.find("\n" + end_line, nl, end)
+            if body_end < 0 or text[body_end + 1 + len(end_line):body_end + 2 + len(end_line)] not in ("\n", ""):
+                raise ConsensusError("object %r is not terminated by %r" % (bmatch.group(1), end_line), lineno)
+            body = text[body_start:body_end] if body_end >= body_start else ""
+            obj = (bmatch.group(1), body)
+            lines_in_obj = text.count("\n", pos, body_end + 1) + 1
+            lineno += lines_in_obj
+            pos = body_end + 2 + len(end_line)
+        append((item_line, match.group(1), match.group(2) or "", obj, line_start))
+    return items
+
+
+def _decode_object(obj, lineno):
+    body = obj[1].replace("\n", "")
+    if not _B64_VALUE.match(body) or len(body.rstrip("=")) % 4 == 1:
+        raise ConsensusError("object is not valid base64", lineno)
+    body = body.rstrip("=")
+    return binascii.a2b_base64(body + "=" * (-len(body) % 4))
+
+
+# --------------------------------------------------------------------------- document
+
+class _Doc(object):
+    """Parsing state for one document."""
+
+    def __init__(self, text, raw):
+        self.text = text
+        self.raw = raw
+        self.is_vote = False
+        self.microdesc = False
+        self.header = {}
+        self.authorities = []
+        self.signatures = []
+        self.footer = {}
+        self.method = 1
+        self.methods = []
+
+
+def _prepare(text_or_bytes):
+    """-> (text, raw bytes or None, offset of the first document line, its line number)."""
+    raw = None
+    if isinstance(text_or_bytes, (bytes, bytearray, memoryview)):
+        raw = bytes(text_or_bytes)
+        try:
+            text = raw.decode("ascii")
+        except UnicodeDecodeError as exc:
+            line = raw.count(b"\n", 0, exc.start) + 1
+            raise ConsensusError("non-ASCII byte 0x%02x (network-status documents are ASCII)"
+                                 % raw[exc.start], line)
+    elif isinstance(text_or_bytes, str):
+        text = text_or_bytes
+        if not text.isascii():
+            pos = re.search(r"[^\x00-\x7f]", text).start()
+            raise ConsensusError("non-ASCII character %r (network-status documents are ASCII)"
+                                 % text[pos], text.count("\n", 0, pos) + 1)
+    else:
+        raise TypeError("consensus must be str or bytes, not %s" % type(text_or_bytes).__name__)
+    pos = 0
+    lineno = 1
+    # CollecTor '@type' annotations and leading blank lines
+    while pos < len(text) and (text.startswith("@", pos) or text.startswith("\n", pos)):
+        nl = text.find("\n", pos)
+        pos = len(text) if nl < 0 else nl + 1
+        lineno += 1
+    if not text.startswith("network-status-version", pos):
+        raise ConsensusError("a network-status document starts with 'network-status-version'", lineno)
+    return text, raw, pos, lineno
+
+
+def _preamble_end(text, pos, lineno):
+    """Offset and line of the first router ('r') line, or of the footer if there are none."""
+    n = len(text)
+    while pos < n:
+        if text.startswith("r", pos) and text[pos + 1:pos + 2] in (" ", "\t", "\n", ""):
+            return pos, lineno
+        if text.startswith("directory-", pos) and _footer_keyword_at(text, pos):
+            return pos, lineno
+        nl = text.find("\n", pos)
+        if nl < 0:
+            break
+        pos = nl + 1
+        lineno += 1
+    return n, lineno
+
+
+def _footer_keyword_at(text, pos):
+    nl = text.find("\n", pos)
+    keyword = text[pos:nl if nl >= 0 else len(text)].split(" ", 1)[0].split("\t", 1)[0]
+    return keyword in ("directory-footer", "directory-signature")
+
+
+def _find_footer(text, pos):
+    """Offset of the first footer line at or after pos (len(text) if none)."""
+    if text.startswith("directory-", pos) and _footer_keyword_at(text, pos):
+        return pos
+    while True:
+        hit = text.find("\ndirectory-", pos)
+        if hit < 0:
+            return len(text)
+        if _footer_keyword_at(text, hit + 1):
+            return hit + 1
+        pos = hit + 1
+
+
+# --------------------------------------------------------------------------- header
+
+def _parse_header_items(doc, items):
+    seen = {}
+    header = doc.header
+    for lineno, keyword, args, obj, _start in items:
+        spec = _HEADER_FIELDS.get(keyword)
+        if spec is None:
+            if keyword in _ROUTER_KEYWORDS or keyword in _FOOTER_KEYWORDS:
+                raise ConsensusError("'%s' line is out of place in the header" % keyword, lineno)
+            continue  # unknown keywords are ignored (dir-spec 1.2)
+        if keyword in seen and not spec[3]:
+            raise ConsensusError("network-status documents have at most one '%s' line (first on line %d)"
+                                 % (keyword, seen[keyword]), lineno)
+        seen.setdefault(keyword, lineno)
+        if obj is not None:
+            raise ConsensusError("'%s' takes no object" % keyword, lineno)
+        try:
+            _header_value(doc, keyword, args, header)
+        except _FieldError as exc:
+            raise ConsensusError("%s: %s" % (keyword, exc), lineno)
+    first = items[0] if items else None
+    if not first or first[1] != "network-status-version":
+        raise ConsensusError("a network-status document starts with 'network-status-version'",
+                             first[0] if first else None)
+    if len(items) < 2 or items[1][1] != "vote-status":
+        raise ConsensusError("'vote-status' must follow 'network-status-version'",
+                             items[1][0] if len(items) > 1 else items[0][0])
+    missing = []
+    for keyword, (in_vote, in_consensus, mandatory, _multiple) in _HEADER_FIELDS.items():
+        applies = in_vote if doc.is_vote else in_consensus
+        if keyword in seen and not applies:
+            raise ConsensusError("'%s' does not belong in a %s" % (keyword, "vote" if doc.is_vote else "consensus"),
+                                 seen[keyword])
+        if mandatory and applies and keyword not in seen:
+            missing.append(keyword)
+    if missing:
+        raise ConsensusError("the header lacks mandatory line(s): %s" % ", ".join(missing),
+                             items[-1][0])
+    if "params" in seen and not _meets_method(doc, 7):
+        raise ConsensusError("'params' appears only with consensus-method 7 or later", seen["params"])
+    va, fu, vu = (_epoch(header[k].replace("T", " ")[:-1]) for k in ("valid_after", "fresh_until", "valid_until"))
+    if not va < fu:
+        raise ConsensusError("fresh-until must be later than valid-after", seen["fresh-until"])
+    if not va < vu:
+        raise ConsensusError("valid-until must be later than valid-after", seen["valid-until"])
+    doc.header_lines = seen
+
+
+def _meets_method(doc, method):
+    if doc.is_vote:
+        return any(m >= method for m in (doc.methods or [1]))
+    return doc.method >= method
+
+
+def _header_value(doc, keyword, args, header):
+    if keyword == "network-status-version":
+        version, _sep, flavor = args.partition(" ")
+        if not version.isdigit():
+            raise _FieldError("version must be a number, got %r" % args)
+        if int(version) != 3:
+            raise _FieldError("only version 3 documents are supported, got %r" % version)
+        flavor = flavor.strip() or "ns"
+        if flavor not in ("ns", "microdesc"):
+            raise _FieldError("unsupported flavor %r (supported: ns, microdesc)" % flavor)
+        doc.microdesc = flavor == "microdesc"
+        header["flavor"] = flavor
+    elif keyword == "vote-status":
+        if args not in ("consensus", "vote"):
+            raise _FieldError("must be 'consensus' or 'vote', got %r" % args)
+        doc.is_vote = args == "vote"
+        header["vote_status"] = args
+        header["is_vote"] = doc.is_vote
+    elif keyword == "consensus-method":
+        if not (args.isdigit() and args.isascii()):
+            raise _FieldError("must be an integer, got %r" % args)
+        doc.method = int(args)
+        header["consensus_method"] = doc.method
+    elif keyword == "consensus-methods":
+        methods = []
+        for entry in args.split(" "):
+            if not (entry.isdigit() and entry.isascii()):
+                raise _FieldError("must be a list of integers, got %r" % args)
+            methods.append(int(entry))
+        doc.methods = methods
+        header["consensus_methods"] = methods
+    elif keyword in ("published", "valid-after", "fresh-until", "valid-until"):
+        header[keyword.replace("-", "_")] = _timestamp(args)
+    elif keyword == "voting-delay":
+        parts = args.split(" ")
+        if len(parts) != 2 or not all(p.isdigit() and p.isascii() for p in parts):
+            raise _FieldError("must be two integers (VoteSeconds DistSeconds), got %r" % args)
+        header["voting_delay"] = {"vote_seconds": int(parts[0]), "dist_seconds": int(parts[1])}
+    elif keyword in ("client-versions", "server-versions"):
+        versions = []
+        if args:  # tor writes an empty line when it recommends nothing
+            for entry in args.split(","):
+                if not _VERSION_RE.match(entry):
+                    raise _FieldError("%r is not a tor version" % entry)
+                versions.append(entry)
+        header[keyword.replace("-", "_")] = versions
+    elif keyword == "package":
+        parts = args.split(" ", 3)
+        if len(parts) < 3:
+            raise _FieldError("must be 'PackageName Version URL [digests]', got %r" % args)
+        digests = dict(_mappings(parts[3], keyword)) if len(parts) == 4 else {}
+        header.setdefault("packages", []).append(
+            {"name": parts[0], "version": parts[1], "url": parts[2], "digests": digests})
+    elif keyword == "known-flags":
+        header["known_flags"] = [flag for flag in args.split(" ") if flag]
+    elif keyword == "flag-thresholds":
+        thresholds = {}
+        for key, val in _mappings(args.strip(), keyword):
+            try:
+                if val.endswith("%"):
+                    thresholds[key] = float(val[:-1]) / 100.0
+                elif "." in val:
+                    thresholds[key] = float(val)
+                else:
+                    thresholds[key] = int(val)
+            except ValueError:
+                raise _FieldError("value for %r is not a number: %r" % (key, val))
+        header["flag_thresholds"] = thresholds
+    elif keyword == "shared-rand-participate":
+        header["shared_rand_participate"] = True
+    elif keyword == "shared-rand-commit":
+        header.setdefault("shared_rand_commits", []).append(_sr_commit(args))
+    elif keyword in ("shared-rand-previous-value", "shared-rand-current-value"):
+        header[keyword[:-6].replace("-", "_").replace("_value", "")] = _sr_value(args)
+    elif keyword == "bandwidth-file-headers":
+        header["bandwidth_file_headers"] = dict(_mappings(args, keyword))
+    elif keyword == "bandwidth-file-digest":
+        header["bandwidth_file_digest"] = dict(_mappings(args, keyword))
+    elif keyword.endswith("-protocols"):
+        header[keyword.replace("-", "_")] = _protocols(args)
+    elif keyword == "params":
+        header["params"] = _int_mappings(args, keyword)
+
+
+def _sr_value(args):
+    parts = args.split(" ")
+    if len(parts) != 2 or not (parts[0].isdigit() and parts[0].isascii()) or not _B64_VALUE.match(parts[1]):
+        raise _FieldError("must be 'NumReveals Value' (an integer and base64), got %r" % args)
+    return {"num_reveals": int(parts[0]), "value": parts[1]}
+
+
+def _sr_commit(args):
+    parts = args.split()
+    if len(parts) < 4 or not parts[0].isdigit():
+        raise _FieldError("must be 'Version AlgName Identity Commit [Reveal]', got %r" % args)
+    return {"version": int(parts[0]), "algorithm": parts[1], "identity": parts[2],
+            "commit": parts[3], "reveal": parts[4] if len(parts) > 4 else None}
+
+
+# --------------------------------------------------------------------------- authorities
+
+def _parse_authority_items(doc, items, text):
+    entries = []
+    current = None
+    for item in items:
+        lineno, keyword, args, obj, start = item
+        if keyword == "dir-source":
+            current = {"items": [], "cert_start": None, "line": lineno}
+            entries.append(current)
+        elif current is None:
+            raise ConsensusError("authority entries start with 'dir-source', got '%s'" % keyword, lineno)
+        if keyword in _HEADER_FIELDS and keyword not in ("shared-rand-participate", "shared-rand-commit",
+                                                         "shared-rand-previous-value",
+                                                         "shared-rand-current-value"):
+            raise ConsensusError("'%s' belongs in the header, not among authority entries" % keyword, lineno)
+        if keyword in _FOOTER_KEYWORDS:
+            raise ConsensusError("'%s' line is out of place among authority entries" % keyword, lineno)
+        if keyword == "dir-key-certificate-version":
+            current["cert_start"] = (start, lineno, len(current["items"]))
+        current["items"].append(item)
+    if doc.is_vote and len(entries) != 1:
+        raise ConsensusError("a vote has exactly one authority entry, got %d" % len(entries),
+                             entries[1]["line"] if len(entries) > 1 else None)
+    for entry in entries:
+        doc.authorities.append(_authority(doc, entry, text))
+
+
+def _authority(doc, entry, text):
+    items = entry["items"]
+    cert = None
+    if entry["cert_start"] is not None:
+        start, cert_line, index = entry["cert_start"]
+        cert_items = items[index:]
+        items = items[:index]
+        last = cert_items[-1]
+        if doc.is_vote is False:
+            raise ConsensusError("consensus authority entries carry no key certificate", cert_line)
+        if last[1] != "dir-key-certification":
+            raise ConsensusError("key certificate must end with 'dir-key-certification'", last[0])
+        end = text.find("\n-----END SIGNATURE-----", last[4])
+        end = len(text) if end < 0 else end + len("\n-----END SIGNATURE-----") + 1
+        try:
+            parsed = _rsa._parse_one_certificate(text[start:end], cert_line)
+        except _rsa.CertificateError as exc:
+            raise ConsensusError("key certificate: %s" % exc.reason, exc.line)
+        cert = dict((k, v) for k, v in parsed.items() if not k.startswith("_") and k != "line")
+    elif doc.is_vote:
+        raise ConsensusError("a vote's authority entry must include its key certificate", entry["line"])
+    seen = {}
+    result = {}
+    for lineno, keyword, args, obj, _start in items:
+        if keyword in ("dir-source", "contact", "vote-digest", "legacy-dir-key"):
+            if keyword in seen:
+                raise ConsensusError("authority entries have at most one '%s' line" % keyword, lineno)
+            seen[keyword] = lineno
+        try:
+            if keyword == "dir-source":
+                result.update(_dir_source(args))
+            elif keyword == "contact":
+                result["contact"] = args
+            elif keyword in ("vote-digest", "legacy-dir-key"):
+                if not _HEX40.match(args):
+                    raise _FieldError("must be 40 hex digits, got %r" % args)
+                result[keyword.replace("-", "_")] = args.upper()
+            elif keyword == "shared-rand-participate" and doc.is_vote:
+                result["shared_rand_participate"] = True
+            elif keyword == "shared-rand-commit" and doc.is_vote:
+                result.setdefault("shared_rand_commits", []).append(_sr_commit(args))
+            elif keyword in ("shared-rand-previous-value", "shared-rand-current-value") and doc.is_vote:
+                result[keyword[:-6].replace("-", "_")] = _sr_value(args)
+        except _FieldError as exc:
+            raise ConsensusError("%s: %s" % (keyword, exc), lineno)
+    required = ["dir-source"]
+    if not result["is_legacy"]:
+        required.append("contact")
+        if not doc.is_vote:
+            required.append("vote-digest")
+    for keyword in required:
+        if keyword not in seen:
+            raise ConsensusError("authority entry for %s lacks a '%s' line" % (result.get("nickname"), keyword),
+                                 entry["line"])
+    if doc.is_vote and "vote-digest" in seen:
+        raise ConsensusError("a vote's authority entry has no 'vote-digest'", seen["vote-digest"])
+    if not doc.is_vote and "legacy-dir-key" in seen:
+        raise ConsensusError("consensus authority entries have no 'legacy-dir-key'", seen["legacy-dir-key"])
+    result.setdefault("contact", None)
+    result.setdefault("vote_digest", None)
+    if doc.is_vote:
+        result["key_certificate"] = cert
+        result.setdefault("legacy_dir_key", None)
+    result["is_known_authority"] = _dirauths.is_known_authority(result["v3ident"])
+    return result
+
+
+def _dir_source(args):
+    parts = args.split(" ")
+    if len(parts) < 6:
+        raise _FieldError("must have six values (nickname identity hostname address dirport orport), got %r" % args)
+    nickname, v3ident, hostname, address, dir_port, or_port = parts[:6]
+    is_legacy = nickname.endswith("-legacy")
+    base = nickname[:-7] if is_legacy else nickname
+    if not re.match(r"[A-Za-z0-9]{1,19}\Z", base):
+        raise _FieldError("invalid authority nickname %r" % nickname)
+    if not _HEX40.match(v3ident):
+        raise _FieldError("authority identity must be 40 hex digits, got %r" % v3ident)
+    if not hostname:
+        raise _FieldError("authority hostname is blank")
+    if not _valid_ipv4(address):
+        raise _FieldError("authority address %r is not an IPv4 address" % address)
+    if not _valid_port(dir_port, allow_zero=True):
+        raise _FieldError("authority DirPort %r is invalid" % dir_port)
+    if not _valid_port(or_port):
+        raise _FieldError("authority ORPort %r is invalid" % or_port)
+    return {"nickname": nickname, "v3ident": v3ident.upper(), "hostname": hostname, "address": address,
+            "dir_port": None if dir_port == "0" else int(dir_port), "or_port": int(or_port),
+            "is_legacy": is_legacy}
+
+
+# --------------------------------------------------------------------------- footer
+
+def _parse_footer_items(doc, items):
+    footer = doc.footer
+    if not items:
+        raise ConsensusError("the document has no 'directory-signature'", None)
+    first = items[0]
+    if _meets_method(doc, 9):
+        if first[1] != "directory-footer":
+            raise ConsensusError("with consensus-method 9 or later the footer starts with 'directory-footer'",
+                                 first[0])
+    elif first[1] != "directory-signature":
+        raise ConsensusError("before consensus-method 9 the footer starts with 'directory-signature'", first[0])
+    seen = {}
+    in_signatures = False
+    for lineno, keyword, args, obj, start in items:
+        if in_signatures and keyword != "directory-signature":
+            raise ConsensusError("only signatures may follow 'directory-signature', got '%s'" % keyword, lineno)
+        if keyword in _ROUTER_KEYWORDS or keyword in _HEADER_FIELDS or keyword in _AUTHORITY_KEYWORDS:
+            raise ConsensusError("'%s' line is out of place in the footer" % keyword, lineno)
+        if keyword in ("directory-footer", "bandwidth-weights"):
+            if keyword in seen:
+                raise ConsensusError("at most one '%s' line" % keyword, lineno)
+            seen[keyword] = lineno
+            if obj is not None:
+                raise ConsensusError("'%s' takes no object" % keyword, lineno)
+        if keyword == "directory-footer":
+            if args:
+                raise ConsensusError("'directory-footer' takes no arguments, got %r" % args, lineno)
+        elif keyword == "bandwidth-weights":
+            if doc.is_vote:
+                raise ConsensusError("votes have no 'bandwidth-weights'", lineno)
+            try:
+                footer["bandwidth_weights"] = _int_mappings(args, keyword)
+            except _FieldError as exc:
+                raise ConsensusError("%s: %s" % (keyword, exc), lineno)
+        elif keyword == "directory-signature":
+            if not in_signatures:
+                doc.signed_end = start + len("directory-signature ")
+            in_signatures = True
+            doc.signatures.append(_signature(args, obj, lineno))
+    if not doc.signatures:
+        raise ConsensusError("the document has no 'directory-signature'", items[-1][0])
+    if doc.is_vote and len(doc.signatures) != 1:
+        raise ConsensusError("a vote has exactly one 'directory-signature'", doc.signatures[1]["line"])
+
+
+def _signature(args, obj, lineno):
+    parts = args.split(" ")
+    if len(parts) == 2:
+        algorithm, identity, key_digest = "sha1", parts[0], parts[1]
+    elif len(parts) == 3:
+        algorithm, identity, key_digest = parts
+    else:
+        raise ConsensusError("'directory-signature' must be [Algorithm] identity signing-key-digest, got %r"
+                             % args, lineno)
+    if not _HEX40.match(identity):
+        raise ConsensusError("signature identity must be 40 hex digits, got %r" % identity, lineno)
+    if not _HEX40.match(key_digest):
+        raise ConsensusError("signing-key digest must be 40 hex digits, got %r" % key_digest, lineno)
+    if obj is None or obj[0] != "SIGNATURE":
+        raise ConsensusError("'directory-signature' must be followed by a SIGNATURE object", lineno)
+    return {"identity": identity.upper(), "signing_key_digest": key_digest.upper(), "algorithm": algorithm,
+            "line": lineno, "_signature": _decode_object(obj, lineno + 1)}
+
+
+# --------------------------------------------------------------------------- routers
+
+class _Routers(object):
+    """Router-section state shared by the fast and the general path."""
+
+    def __init__(self, doc, flags, fingerprints, nicknames, min_bandwidth, limit, summary_only):
+        self.doc = doc
+        self.count = 0
+        self.kept = []
+        self.matched = 0
+        self.scache = {}  # s value -> [flags, count, weight, passes flag filter]
+        self.vcache = {}  # v value -> [version, version_line, count]
+        self.pcache = {}  # pr value -> protocols dict
+        self.polcache = {}  # p value -> policy string
+        self.dates = set()
+        self.cacc = {}  # s value -> routers
+        self.wacc = {}  # s value -> consensus weight
+        self.ports = {}  # port string -> int (None for DirPort 0)
+        self.fields = None
+        self.no_version = 0
+        self.weight = 0
+        self.want_flags = frozenset(flags) if flags else None
+        self.want_fp = None
+        if fingerprints:
+            self.want_fp = set()
+            for fp in fingerprints:
+                fp = fp.strip().lstrip("$").upper()
+                if not _HEX40.match(fp):
+                    raise ValueError("fingerprint filter %r is not 40 hex digits" % fp)
+                self.want_fp.add(binascii.b2a_base64(binascii.a2b_hex(fp)).decode("ascii")[:27])
+        self.want_nick = set(n.lower() for n in nicknames) if nicknames else None
+        self.min_bw = min_bandwidth
+        self.limit = limit
+        self.collect = not summary_only and (limit is None or limit > 0)
+        self.filtering = (self.want_flags is not None or self.want_fp is not None
+                          or self.want_nick is not None or min_bandwidth is not None)
+
+    def flag_entry(self, key):
+        flags = _flags(key.lstrip(" \t"))
+        passes = self.want_flags is None or self.want_flags.issubset(flags)
+        entry = [flags, 0, 0, passes]  # counts live in cacc / wacc
+        self.scache[key] = entry
+        return entry
+
+    def version_entry(self, key):
+        entry = [_version(key.lstrip(" \t")), key.lstrip(" \t"), 0]
+        self.vcache[key] = entry
+        return entry
+
+    def protocols(self, key):
+        value = _protocols(key.lstrip(" \t"))
+        self.pcache[key] = value
+        return value
+
+    def policy(self, key):
+        value = _policy(key.lstrip(" \t"))
+        self.polcache[key] = value
+        return value
+
+
+def _line_of(doc, pos):
+    """Line number of offset pos in the router section (incremental newline counting)."""
+    base_pos, base_line = doc.line_mark
+    if pos < base_pos:
+        base_pos, base_line = doc.router_start, doc.router_line
+    line = base_line + doc.text.count("\n", base_pos, pos)
+    doc.line_mark = (pos, line)
+    return line
+
+
+def _routers_bulk(doc, st, start):
+    """Router section from start; returns the footer offset.
+
+    Works in chunks of about _CHUNK characters: one findall() gives every entry of the chunk
+    as a tuple of strings (validated by the regular-expression engine), the distinct values
+    are validated once, and the output is built column by column.  A chunk holding any entry
+    the canonical pattern does not cover (or any invalid value) is redone entry by entry by
+    _routers_iter(), which reports errors with their line numbers.
+    """
+    text = doc.text
+    bulk = _MD_BULK if doc.microdesc else _NS_BULK
+    cs = start
+    while True:
+        nxt = text.find("\nr ", cs + _CHUNK)
+        if nxt < 0:
+            ce = _find_footer(text, cs)
+        else:
+            ce = nxt + 1
+        if cs < ce and not _bulk_chunk(doc, st, bulk.findall(text, cs, ce)):
+            _routers_iter(doc, st, cs, ce)
+        if nxt < 0:
+            return ce
+        cs = ce
+
+
+def _bulk_chunk(doc, st, rows):
+    if not rows:
+        return False
+    cols = list(zip(*rows))
+    if any(cols[-1]):
+        return False  # some entry is not in the canonical shape
+    md = doc.microdesc
+    if md:
+        nick, ident, date, tm, addr, orp, dirp, alines, dig, sg, vg, prg, bwg, unm, _o = cols
+        polg = None
+    else:
+        nick, ident, dig, date, tm, addr, orp, dirp, alines, sg, vg, prg, bwg, unm, polg, _o = cols
+    scache, vcache, pcache, polcache, dates = st.scache, st.vcache, st.pcache, st.polcache, st.dates
+    try:
+        for value in set(date).difference(dates):
+            _check_date(value)
+            dates.add(value)
+        for value in set(sg).difference(scache):
+            st.flag_entry(value)
+        for value in set(vg).difference(vcache):
+            if value:
+                st.version_entry(value)
+        for value in set(prg).difference(pcache):
+            if value:
+                st.protocols(value)
+        if polg is not None:
+            for value in set(polg).difference(polcache):
+                if value:
+                    st.policy(value)
+    except _FieldError:
+        return False  # redone entry by entry to report the line
+    n = len(nick)
+    st.count += n
+    if "" in bwg:
+        bw = [int(b) if b else None for b in bwg]
+        pairs = [(s, b) for s, b in zip(sg, bw) if b]
+    else:
+        bw = list(map(int, bwg))
+        pairs = zip(sg, bw)
+    wacc = st.wacc
+    wget = wacc.get
+    total = 0
+    for s, b in pairs:
+        wacc[s] = wget(s, 0) + b
+        total += b
+    st.weight += total
+    cacc = st.cacc
+    for s, c in _counter(sg).items():
+        cacc[s] = cacc.get(s, 0) + c
+    for v, c in _counter(vg).items():
+        if v:
+            vcache[v][2] += c
+        else:
+            st.no_version += c
+    sel = None
+    if st.filtering:
+        want_fp, want_nick, min_bw = st.want_fp, st.want_nick, st.min_bw
+        sel = [i for i in range(n)
+               if scache[sg[i]][3]
+               and (want_fp is None or ident[i] in want_fp)
+               and (want_nick is None or nick[i].lower() in want_nick)
+               and (min_bw is None or (bw[i] or 0) >= min_bw)]
+        st.matched += len(sel)
+    else:
+        st.matched += n
+    if not st.collect:
+        return True
+    if st.limit is not None:
+        room = st.limit - len(st.kept)
+        if room <= 0:
+            return True
+        if sel is None:
+            if room < n:
+                sel = list(range(room))
+        else:
+            sel = sel[:room]
+    if sel is not None:
+        if not sel:
+            return True
+        nick, ident, dig, date, tm, addr, orp, dirp, alines, sg, vg, prg, bw, unm = (
+            [col[i] for i in sel] for col in (nick, ident, dig, date, tm, addr, orp, dirp, alines,
+                                               sg, vg, prg, bw, unm))
+        if polg is not None:
+            polg = [polg[i] for i in sel]
+    ports = st.ports
+    for value in set(orp).union(dirp).difference(ports):
+        ports[value] = None if value == "0" else int(value)
+    pget = ports.__getitem__
+    fmap = dict((s, scache[s][0]) for s in set(sg))
+    vmap = {"": None}
+    lmap = {"": None}
+    for v in set(vg):
+        if v:
+            vmap[v] = vcache[v][0]
+            lmap[v] = vcache[v][1]
+    prmap = {"": {}}
+    for v in set(prg):
+        if v:
+            prmap[v] = pcache[v]
+    a2b = binascii.a2b_base64
+    fields = st.fields
+    if fields is None:
+        fps = [a2b(x + "=").hex().upper() for x in ident]
+        pub = [d + "T" + t + "Z" for d, t in zip(date, tm)]
+        ora = [_or_addresses_fast(a) if a else [] for a in alines]
+        if md:
+            st.kept.extend([
+                {"nickname": a, "fingerprint": b, "microdescriptor_digest": c, "published": d,
+                 "address": e, "or_port": f, "dir_port": g, "or_addresses": h, "flags": i,
+                 "version": j, "version_line": k, "protocols": l, "bandwidth": m, "measured": None,
+                 "unmeasured": o != ""}
+                for a, b, c, d, e, f, g, h, i, j, k, l, m, o in zip(
+                    nick, fps, dig, pub, addr, map(pget, orp), map(pget, dirp), ora,
+                    map(fmap.__getitem__, sg), map(vmap.__getitem__, vg), map(lmap.__getitem__, vg),
+                    map(prmap.__getitem__, prg), bw, unm)])
+        else:
+            polmap = {"": None}
+            polmap.update((v, polcache[v]) for v in set(polg) if v)
+            dgs = [a2b(x + "=").hex().upper() for x in dig]
+            st.kept.extend([
+                {"nickname": a, "fingerprint": b, "digest": c, "published": d,
+                 "address": e, "or_port": f, "dir_port": g, "or_addresses": h, "flags": i,
+                 "version": j, "version_line": k, "protocols": l, "bandwidth": m, "measured": None,
+                 "unmeasured": o != "", "exit_policy": p}
+                for a, b, c, d, e, f, g, h, i, j, k, l, m, o, p in zip(
+                    nick, fps, dgs, pub, addr, map(pget, orp), map(pget, dirp), ora,
+                    map(fmap.__getitem__, sg), map(vmap.__getitem__, vg), map(lmap.__getitem__, vg),
+                    map(prmap.__getitem__, prg), bw, unm, map(polmap.__getitem__, polg))])
+        return True
+    columns = []
+    for name in fields:
+        if name == "nickname":
+            columns.append(nick)
+        elif name == "fingerprint":
+            columns.append([a2b(x + "=").hex().upper() for x in ident])
+        elif name == "digest":
+            columns.append([a2b(x + "=").hex().upper() for x in dig])
+        elif name == "microdescriptor_digest":
+            columns.append(dig)
+        elif name == "published":
+            columns.append([d + "T" + t + "Z" for d, t in zip(date, tm)])
+        elif name == "address":
+            columns.append(addr)
+        elif name == "or_port":
+            columns.append(list(map(pget, orp)))
+        elif name == "dir_port":
+            columns.append(list(map(pget, dirp)))
+        elif name == "or_addresses":
+            columns.append([_or_addresses_fast(a) if a else [] for a in alines])
+        elif name == "flags":
+            columns.append(list(map(fmap.__getitem__, sg)))
+        elif name == "version":
+            columns.append(list(map(vmap.__getitem__, vg)))
+        elif name == "version_line":
+            columns.append(list(map(lmap.__getitem__, vg)))
+        elif name == "protocols":
+            columns.append(list(map(prmap.__getitem__, prg)))
+        elif name == "bandwidth":
+            columns.append(bw)
+        elif name == "measured":
+            columns.append([None] * len(nick))
+        elif name == "unmeasured":
+            columns.append([o != "" for o in unm])
+        elif name == "exit_policy":
+            columns.append([polcache[v] if v else None for v in polg])
+    st.kept.extend([dict(zip(fields, values)) for values in zip(*columns)])
+    return True
+
+
+def _counter(values):
+    counts = {}
+    get = counts.get
+    for value in values:
+        counts[value] = get(value, 0) + 1
+    return counts
+
+
+def _routers_iter(doc, st, start, end):
+    """Entry by entry: canonical entries by regex, any others through _routers_general()."""
+    text = doc.text
+    md = doc.microdesc
+    pattern = _MD_FAST if md else _NS_FAST
+    scache, vcache, pcache, polcache, dates = st.scache, st.vcache, st.pcache, st.polcache, st.dates
+    pos = start
+    m = None
+    field = 0
+    try:
+        for m in pattern.finditer(text, start, end):
+            if m.start() != pos:
+                _routers_general(doc, st, pos, m.start())
+            pos = m.end()
+            if md:
+                nick, ident, date, tm, addr, orp, dirp, alines, dig, sg, vg, prg, bwg, unm = m.groups()
+                polg = None
+            else:
+                nick, ident, dig, date, tm, addr, orp, dirp, alines, sg, vg, prg, bwg, unm, polg = m.groups()
+            if date not in dates:
+                field = 3 if md else 4
+                _check_date(date)
+                dates.add(date)
+            field = 10
+            se = scache.get(sg) or st.flag_entry(sg)
+            ve = None
+            if vg is not None:
+                field = 11
+                ve = vcache.get(vg) or st.version_entry(vg)
+            pr = {}
+            if prg is not None:
+                field = 12
+                pr = pcache.get(prg)
+                if pr is None:
+                    pr = st.protocols(prg)
+            pol = None
+            if polg is not None:
+                field = 15
+                pol = polcache.get(polg) or st.policy(polg)
+            field = 0
+            bw = None if bwg is None else int(bwg)
+            _account(st, sg, se, ve, bw, ident, nick)
+            if not _wanted(st, se, bw, ident, nick):
+                continue
+            router = {"nickname": nick, "fingerprint": _b64_hex(ident)}
+            if md:
+                router["microdescriptor_digest"] = dig
+            else:
+                router["digest"] = _b64_hex(dig)
+            router.update({
+                "published": date + "T" + tm + "Z", "address": addr, "or_port": int(orp),
+                "dir_port": None if dirp == "0" else int(dirp),
+                "or_addresses": _or_addresses_fast(alines) if alines else [],
+                "flags": se[0], "version": ve[0] if ve else None, "version_line": ve[1] if ve else None,
+                "protocols": pr, "bandwidth": bw, "measured": None, "unmeasured": unm is not None,
+            })
+            if not md:
+                router["exit_policy"] = pol
+            _keep(st, router)
+    except _FieldError as exc:
+        where = m.start(field) if field and m.start(field) >= 0 else m.start()
+        raise ConsensusError("router %s: %s" % (m.group(1), exc), _line_of(doc, where))
+    if pos != end:
+        _routers_general(doc, st, pos, end)
+
+
+def _account(st, skey, se, ve, bw, ident, nick):
+    st.count += 1
+    st.cacc[skey] = st.cacc.get(skey, 0) + 1
+    if bw:
+        st.wacc[skey] = st.wacc.get(skey, 0) + bw
+        st.weight += bw
+    if ve is None:
+        st.no_version += 1
+    else:
+        ve[2] += 1
+
+
+def _wanted(st, se, bw, ident, nick):
+    if not se[3] or (st.want_fp is not None and ident not in st.want_fp) \
+            or (st.want_nick is not None and nick.lower() not in st.want_nick) \
+            or (st.min_bw is not None and (bw or 0) < st.min_bw):
+        return False
+    st.matched += 1
+    return st.collect and (st.limit is None or len(st.kept) < st.limit)
+
+
+def _keep(st, router):
+    if st.fields is not None:
+        router = dict((k, router[k]) for k in st.fields)
+    st.kept.append(router)
+
+
+def _routers_general(doc, st, start, end):
+    """Any router entries: line by line, Stem's rules, same results as the fast path."""
+    text = doc.text
+    items = _split_lines_items(text, start, end, _line_of(doc, start))
+    entry = []
+    for item in items:
+        if item[1] == "r" and entry:
+            _router_entry(doc, st, entry)
+            entry = []
+        entry.append(item)
+    if entry:
+        _router_entry(doc, st, entry)
+
+
+def _router_entry(doc, st, items):
+    md = doc.microdesc
+    vote = doc.is_vote
+    first = items[0]
+    if first[1] != "r":
+        raise ConsensusError("router entries start with an 'r' line, got '%s'" % first[1], first[0])
+    lines = {}
+    for lineno, keyword, args, obj, _start in items:
+        if obj is not None and keyword in _ROUTER_KEYWORDS:
+            raise ConsensusError("'%s' takes no object" % keyword, lineno)
+        if keyword in _HEADER_FIELDS or keyword in _AUTHORITY_KEYWORDS:
+            raise ConsensusError("'%s' line is out of place among router entries" % keyword, lineno)
+        if keyword in _FOOTER_KEYWORDS:
+            raise ConsensusError("router entries follow the footer's '%s' line" % keyword, lineno)
+        lines.setdefault(keyword, []).append((lineno, args))
+    single = ("r", "s", "v", "w", "pr") + (("m",) if md else ("p",))
+    for keyword in single:
+        if len(lines.get(keyword, ())) > 1:
+            raise ConsensusError("router entries have at most one '%s' line" % keyword, lines[keyword][1][0])
+    for keyword in ("s", "m") if md else ("s",):
+        if keyword not in lines:
+            raise ConsensusError("router entry lacks its '%s' line" % keyword, first[0])
+    r_line, r_args = lines["r"][0]
+    parts = r_args.split(" ")
+    want = 7 if md else 8
+    if len(parts) < want:
+        raise ConsensusError("'r' line must have %d values, got %r" % (want, r_args), r_line)
+    if md:
+        parts.insert(2, None)
+    nick, ident, dig, date, tm, addr, orp, dirp = parts[:8]
+    try:
+        if not re.match(r"[A-Za-z0-9]{1,19}\Z", nick):
+            raise _FieldError("invalid nickname %r" % nick)
+        for value, what in ((ident, "identity"), (dig, "digest")):
+            if value is not None and not re.match(_B64 + r"{27}=?\Z", value):
+                raise _FieldError("%s %r is not 27 base64 characters (a 20-byte digest)" % (what, value))
+        ident = ident.rstrip("=")
+        if dig is not None:
+            dig = dig.rstrip("=")
+        published = _timestamp(date + " " + tm)
+        if not _valid_ipv4(addr):
+            raise _FieldError("address %r is not a valid IPv4 address" % addr)
+        if not _valid_port(orp):
+            raise _FieldError("ORPort %r is invalid" % orp)
+        if not _valid_port(dirp, allow_zero=True):
+            raise _FieldError("DirPort %r is invalid" % dirp)
+    except _FieldError as exc:
+        raise ConsensusError("router %s: %s" % (nick, exc), r_line)
+    current = None
+    try:
+        or_addresses = []
+        for current, args in lines.get("a", ()):
+            or_addresses.append(_or_address(args))
+        current, s_args = lines["s"][0]
+        skey = " " + s_args if s_args else ""
+        se = st.scache.get(skey) or st.flag_entry(skey)
+        bw = measured = None
+        unmeasured = False
+        if "w" in lines:
+            current, w_args = lines["w"][0]
+            bw, measured, unmeasured = _bandwidth(w_args)
+        ve = None
+        if "v" in lines:
+            current, v_args = lines["v"][0]
+            ve = st.vcache.get(v_args) or st.version_entry(v_args)
+        pr = {}
+        if "pr" in lines:
+            current, pr_args = lines["pr"][0]
+            pr = st.pcache.get(pr_args)
+            if pr is None:
+                pr = st.protocols(pr_args)
+        pol = None
+        if not md and "p" in lines:
+            current, p_args = lines["p"][0]
+            pol = st.polcache.get(p_args) or st.policy(p_args)
+        mdigest = None
+        hashes = []
+        if md:
+            current, mdigest = lines["m"][0]
+            if not re.match(_B64 + r"{43}=?\Z", mdigest):
+                raise _FieldError("microdescriptor digest %r is not 43 base64 characters" % mdigest)
+            mdigest = mdigest.rstrip("=")
+        elif "m" in lines:
+            if not vote:
+                current = lines["m"][0][0]
+                raise _FieldError("'m' lines appear only in votes and microdesc consensuses")
+            for current, m_args in lines["m"]:
+                hashes.append(_vote_m_line(m_args))
+        id_type = identifier = None
+        if "id" in lines and not md:
+            current, id_args = lines["id"][0]
+            if not vote:
+                raise _FieldError("'id' lines appear only in votes")
+            id_parts = id_args.split()
+            if len(id_parts) < 2:
+                raise _FieldError("'id' line needs a key type and a digest, got %r" % id_args)
+            id_type, identifier = id_parts[0], id_parts[1]
+    except _FieldError as exc:
+        raise ConsensusError("router %s: %s" % (nick, exc), current)
+    _account(st, skey, se, ve, bw, ident, nick)
+    if not _wanted(st, se, bw, ident, nick):
+        return
+    router = {"nickname": nick, "fingerprint": _b64_hex(ident)}
+    if md:
+        router["microdescriptor_digest"] = mdigest
+    else:
+        router["digest"] = _b64_hex(dig)
+    router.update({
+        "published": published, "address": addr, "or_port": int(orp),
+        "dir_port": None if dirp == "0" else int(dirp), "or_addresses": or_addresses,
+        "flags": se[0], "version": ve[0] if ve else None, "version_line": ve[1] if ve else None,
+        "protocols": pr, "bandwidth": bw, "measured": measured, "unmeasured": unmeasured,
+    })
+    if not md:
+        router["exit_policy"] = pol
+    if vote:
+        router["identifier_type"] = id_type
+        router["identifier"] = identifier
+        router["microdescriptor_hashes"] = hashes
+    _keep(st, router)
+
+
+def _bandwidth(value):
+    """'w' line -> (bandwidth, measured, unmeasured), Stem's rules."""
+    _check_chars(value)
+    entries = value.split(" ")
+    if not entries[0].startswith("Bandwidth="):
+        raise _FieldError("'w' line must start with Bandwidth=, got %r" % value)
+    bandwidth = measured = None
+    unmeasured = False
+    for entry in entries:
+        key, _eq, val = entry.partition("=")
+        if key == "Bandwidth":
+            if not (val.isdigit() and val.isascii()):
+                raise _FieldError("Bandwidth must be a number, got %r" % value)
+            bandwidth = int(val)
+        elif key == "Measured":
+            if not (val.isdigit() and val.isascii()):
+                raise _FieldError("Measured must be a number, got %r" % value)
+            measured = int(val)
+        elif key == "Unmeasured":
+            if val != "1":
+                raise _FieldError("Unmeasured may only be 1, got %r" % value)
+            unmeasured = True
+    return bandwidth, measured, unmeasured
+
+
+def _vote_m_line(value):
+    parts = value.split(" ")
+    try:
+        methods = [int(x) for x in parts[0].split(",")]
+    except ValueError:
+        raise _FieldError("'m' line must start with comma-separated consensus methods, got %r" % value)
+    hashes = {}
+    for entry in parts[1:]:
+        name, eq, digest = entry.partition("=")
+        if not eq:
+            raise _FieldError("'m' line digests must be algorithm=digest, got %r" % value)
+        hashes[name] = digest
+    return {"methods": methods, "hashes": hashes}
+
+
+# --------------------------------------------------------------------------- public API
+
+def _parse(text_or_bytes, routers=True, flags=None, fingerprints=None, nicknames=None,
+           min_bandwidth=None, limit=None, summary_only=False, fields=None, _mode=None):
+    text, raw, pos, lineno = _prepare(text_or_bytes)
+    doc = _Doc(text, raw)
+    doc.doc_start = pos
+    doc.signed_end = None
+    router_start, router_line = _preamble_end(text, pos, lineno)
+    doc.router_start, doc.router_line = router_start, router_line
+    doc.line_mark = (router_start, router_line)
+    pre = _split_lines_items(text, pos, router_start, lineno)
+    auth_index = len(pre)
+    for i, item in enumerate(pre):
+        if item[1] == "dir-source":
+            auth_index = i
+            break
+    _parse_header_items(doc, pre[:auth_index])
+    _parse_authority_items(doc, pre[auth_index:], text)
+    _check_filter_args(flags, fingerprints, nicknames, min_bandwidth, limit, fields, doc.microdesc, doc.is_vote)
+    st = _Routers(doc, flags, fingerprints, nicknames, min_bandwidth, limit, summary_only)
+    st.fields = list(fields) if fields is not None else None
+    if not routers or router_start >= len(text) or not text.startswith("r", router_start):
+        footer_start = _find_footer(text, router_start)
+    elif doc.is_vote or _mode == "general":
+        footer_start = _find_footer(text, router_start)
+        _routers_general(doc, st, router_start, footer_start)
+    elif _mode == "iter":
+        footer_start = _find_footer(text, router_start)
+        _routers_iter(doc, st, router_start, footer_start)
+    else:
+        footer_start = _routers_bulk(doc, st, router_start)
+    try:
+        _parse_footer_items(doc, _split_lines_items(text, footer_start, len(text), 1))
+    except ConsensusError as exc:
+        base = _line_of(doc, footer_start) if footer_start > router_start else router_line
+        raise ConsensusError(exc.reason, None if exc.line is None else exc.line + base - 1)
+    return doc, st
+
+
+def _check_filter_args(flags, fingerprints, nicknames, min_bandwidth, limit, fields, microdesc, vote):
+    for name, value in (("flags", flags), ("fingerprints", fingerprints), ("nicknames", nicknames)):
+        if value is not None and (isinstance(value, (str, bytes)) or not all(isinstance(v, str) for v in value)):
+            raise ValueError("%s must be a list of strings" % name)
+    if min_bandwidth is not None and (not isinstance(min_bandwidth, int) or isinstance(min_bandwidth, bool)):
+        raise ValueError("min_bandwidth must be an integer")
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
+        raise ValueError("limit must be a non-negative integer")
+    if fields is not None:
+        allowed = ROUTER_FIELDS_MICRODESC if microdesc else ROUTER_FIELDS_NS
+        if vote:
+            allowed = allowed + ROUTER_FIELDS_VOTE_EXTRA
+        unknown = [f for f in fields if f not in allowed]
+        if unknown:
+            raise ValueError("unknown router field(s) %s for this document; choose from %s"
+                             % (", ".join(map(str, unknown)), ", ".join(allowed)))
+
+
+def parse_consensus(text_or_bytes, flags=None, fingerprints=None, nicknames=None, min_bandwidth=None,
+                    limit=None, fields=None, summary_only=False, now=None, certs=None, authorities=None,
+                    _mode=None):
+    """Parse and validate a v3 network-status consensus (or vote); returns a JSON-ready dict.
+
+    Filters apply while parsing: ``flags`` (all required), ``fingerprints`` (hex, '$' optional),
+    ``nicknames`` (case-insensitive), ``min_bandwidth`` (consensus weight), ``limit`` (first N
+    matches), ``fields`` (router keys to keep), ``summary_only`` (no router list).  Every router
+    is still validated and counted in ``router_count`` and ``summary``; ``routers_matched``
+    counts those passing the filters (before ``limit``).  ``now`` (epoch seconds or ISO string,
+    default the current time) is used for ``summary.is_fresh``/``is_valid``.  With ``certs``
+    (the text of a cached-certs file) the signatures are verified: see verify_signatures().
+    Raises ConsensusError (line number and reason) for malformed documents, ValueError for
+    bad arguments.
+    """
+    doc, st = _parse(text_or_bytes, True, flags, fingerprints, nicknames, min_bandwidth, limit,
+                     summary_only, fields, _mode)
+    result = _document_result(doc)
+    result["router_count"] = st.count
+    result["routers_matched"] = st.matched
+    result["summary"] = _summary(doc, st, now)
+    if not summary_only:
+        result["routers"] = st.kept
+    if certs is not None:
+        report = _verify(doc, certs, now, authorities)
+        result["verification"] = report
+        for sig, checked in zip(result["signatures"], report["signatures"]):
+            sig["verified"] = checked["verified"]
+    return result
+
+
+def _document_result(doc):
+    header = doc.header
+    result = {
+        "flavor": header["flavor"],
+        "vote_status": header["vote_status"],
+        "is_vote": doc.is_vote,
+    }
+    if doc.is_vote:
+        result["consensus_methods"] = header.get("consensus_methods", [1])
+        result["published"] = header["published"]
+        result["flag_thresholds"] = header.get("flag_thresholds", {})
+    else:
+        result["consensus_method"] = header.get("consensus_method", 1)
+    for key in ("valid_after", "fresh_until", "valid_until", "voting_delay"):
+        result[key] = header[key]
+    result["client_versions"] = header.get("client_versions", [])
+    result["server_versions"] = header.get("server_versions", [])
+    result["packages"] = header.get("packages", [])
+    result["known_flags"] = header["known_flags"]
+    for key in ("recommended_client_protocols", "recommended_relay_protocols",
+                "required_client_protocols", "required_relay_protocols"):
+        result[key] = header.get(key, {})
+    result["params"] = header.get("params", {})
+    result["shared_rand_previous"] = header.get("shared_rand_previous")
+    result["shared_rand_current"] = header.get("shared_rand_current")
+    if doc.is_vote:
+        for key in ("bandwidth_file_headers", "bandwidth_file_digest"):
+            result[key] = header.get(key, {})
+    result["authorities"] = doc.authorities
+    result["bandwidth_weights"] = doc.footer.get("bandwidth_weights", {})
+    result["signatures"] = [
+        {"identity": s["identity"], "signing_key_digest": s["signing_key_digest"],
+         "algorithm": s["algorithm"], "verified": None}
+        for s in doc.signatures]
+    return result
+
+
+def _summary(doc, st, now):
+    flags = {}
+    weights = {}
+    for skey, count in st.cacc.items():
+        weight = st.wacc.get(skey, 0)
+        for flag in st.scache[skey][0]:
+            flags[flag] = flags.get(flag, 0) + count
+            weights[flag] = weights.get(flag, 0) + weight
+    versions = {}
+    for entry in st.vcache.values():
+        if entry[2]:
+            key = entry[0] if entry[0] is not None else "other"
+            versions[key] = versions.get(key, 0) + entry[2]
+    if st.no_version:
+        versions["unknown"] = versions.get("unknown", 0) + st.no_version
+    epoch = _rsa.to_epoch(now)
+    header = doc.header
+    va = _epoch(header["valid_after"][:-1].replace("T", " "))
+    fu = _epoch(header["fresh_until"][:-1].replace("T", " "))
+    vu = _epoch(header["valid_until"][:-1].replace("T", " "))
+    return {
+        "routers": st.count,
+        "flags": dict(sorted(flags.items())),
+        "consensus_weight": {"total": st.weight, "by_flag": dict(sorted(weights.items()))},
+        "versions": dict(sorted(versions.items())),
+        "is_fresh": va <= epoch < fu,
+        "is_valid": va <= epoch < vu,
+    }
+
+
+# --------------------------------------------------------------------------- signatures
+
+def verify_signatures(text_or_bytes, certs_text, now=None, authorities=None):
+    """Verify a consensus's directory signatures against authority key certificates.
+
+    ``certs_text``: a cached-certs file (str or bytes), or a list of certificates already parsed
+    by rsa_verify.parse_certificates().  ``now``: time for the certificate expiry checks
+    (epoch seconds or ISO string; default the current time).  ``authorities``: the v3idents
+    that count as known authorities (default tor 0.4.9's list, dirauths.py), or the string
+    'document' to trust the document's own dir-source entries (private test networks).
+
+    Only the header, authority entries and footer are parsed here (router entries are not
+    validated: use parse_consensus(certs=...) for both).  Returns per signature: identity,
+    nickname, algorithm, signing_key_digest, is_known_authority, signature_valid (the RSA
+    signature matches the document digest), certificate (its checks), verified
+    (signature_valid and the certificate ok) and reason; 'majority' is True when more than
+    half of the known authorities have a verified signature.
+    """
+    doc, _st = _parse(text_or_bytes, routers=False)
+    return _verify(doc, certs_text, now, authorities)
+
+
+def _verify(doc, certs, now, authorities):
+    if isinstance(certs, (list, tuple)):
+        parsed = list(certs)
+    else:
+        try:
+            parsed = _rsa.parse_certificates(certs)
+        except _rsa.CertificateError as exc:
+            raise ConsensusError("key certificates: %s" % exc.reason, exc.line)
+    if doc.raw is not None:
+        signed = doc.raw[doc.doc_start:doc.signed_end]
+    else:
+        signed = doc.text[doc.doc_start:doc.signed_end].encode("ascii")
+    digests = {"sha1": hashlib.sha1(signed).digest(), "sha256": hashlib.sha256(signed).digest()}
+    if authorities is None:
+        known = dict(_dirauths.V3IDENTS)
+    elif authorities == "document":
+        known = dict((a["v3ident"], a["nickname"]) for a in doc.authorities if not a["is_legacy"])
+    else:
+        known = {}
+        for entry in authorities:
+            ident = entry.get("v3ident") if isinstance(entry, dict) else entry
+            if not isinstance(ident, str) or not _HEX40.match(ident):
+                raise ValueError("authorities must be 40-hex v3idents, got %r" % (ident,))
+            known[ident.upper()] = entry.get("nickname") if isinstance(entry, dict) else None
+    doc_names = dict((a["v3ident"], a["nickname"]) for a in doc.authorities)
+    cert_reports = {}
+    by_identity = {}
+    for cert in parsed:
+        by_identity.setdefault(cert["fingerprint"], []).append(cert)
+        cert_reports[id(cert)] = _rsa.check_certificate(cert, now)
+    signatures = []
+    verified_known = set()
+    signed_known = set()
+    for sig in doc.signatures:
+        ident = sig["identity"]
+        entry = {
+            "identity": ident,
+            "nickname": known.get(ident) or _dirauths.nickname_for(ident) or doc_names.get(ident),
+            "algorithm": sig["algorithm"],
+            "signing_key_digest": sig["signing_key_digest"],
+            "is_known_authority": ident in known,
+            "signature_valid": False,
+            "certificate": None,
+            "verified": False,
+            "reason": None,
+        }
+        if ident in known:
+            signed_known.add(ident)
+        digest = digests.get(sig["algorithm"])
+        cert = None
+        for candidate in by_identity.get(ident, ()):
+            if candidate.get("signing_key_digest") == sig["signing_key_digest"]:
+                cert = candidate
+        if digest is None:
+            entry["reason"] = "unrecognized signature algorithm %r (ignored, as dir-spec requires)" % sig["algorithm"]
+        elif cert is None:
+            entry["reason"] = ("no key certificate for this authority" if ident not in by_identity
+                               else "no key certificate with signing key %s" % sig["signing_key_digest"])
+        else:
+            report = cert_reports[id(cert)]
+            entry["certificate"] = report
+            entry["signature_valid"] = _rsa.rsa_verify_digest(sig["_signature"], cert["_signing_key"], digest)
+            if not entry["signature_valid"]:
+                entry["reason"] = "signature does not match the document's %s digest" % sig["algorithm"]
+            elif not report["ok"]:
+                entry["reason"] = "certificate: " + "; ".join(report["problems"])
+            else:
+                entry["verified"] = True
+                if ident in known:
+                    verified_known.add(ident)
+        signatures.append(entry)
+    required = len(known) // 2 + 1
+    summary_auth = []
+    for ident, name in sorted(known.items(), key=lambda kv: (kv[1] or "", kv[0])):
+        summary_auth.append({"identity": ident, "nickname": name, "signed": ident in signed_known,
+                             "verified": ident in verified_known})
+    return {
+        "digests": dict((k, v.hex().upper()) for k, v in digests.items()),
+        "signatures": signatures,
+        "authorities": summary_auth,
+        "known_authorities": len(known),
+        "known_authorities_signed": len(verified_known),
+        "required": required,
+        "majority": len(verified_known) >= required,
+        "certificates": [cert_reports[id(c)] for c in parsed],
+    }
