@@ -373,3 +373,12 @@ def test_module_examples_run(used_tor, tmp_path):
     waited = run.tasks[4]
     assert waited["result"]["attempts"] >= 1 and facts_of(waited)["bootstrap"]["progress"] == 0
     assert "2.00 MB/s, burst 4.00 MB" in run.output
+
+
+def test_docs_page_shows_the_tested_playbook():
+    """docs/accounting.md quotes docs/examples/accounting_alert.yml (comments aside)."""
+    page = (REPO / "docs" / "accounting.md").read_text()
+    section = page.split("## An alert", 1)[1]
+    quoted = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    book = (REPO / "docs" / "examples" / "accounting_alert.yml").read_text()
+    assert yaml.safe_load(quoted) == yaml.safe_load(book)
