@@ -102,8 +102,8 @@ def port_to_add_onion(entry):
 
 def port_from_tor(value):
     """HiddenServicePort value as tor reports it -> canonical dict."""
-    parts = value.split()
-    if not parts or len(parts) > 2:
+    parts = value.split(None, 1)
+    if not parts or (len(parts) == 2 and " " in parts[1] and not parts[1].startswith('unix:"')):
         raise ProtocolError("unexpected HiddenServicePort value %r" % value[:80])
     port = int(parts[0]) if parts[0].isdigit() else None
     if port is None:
