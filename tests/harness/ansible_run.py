@@ -11,7 +11,7 @@
     assert run.stats["localhost"]["changed"] == 0
 
 run_playbook(playbook, tmp_path, extra_env=None, check=False, diff=False, extra_vars=None,
-             extra_args=(), timeout=300) -> PlaybookRun
+             extra_args=(), timeout=300, bin_dir=None) -> PlaybookRun
 
 playbook is one of
   * YAML text: written as is (give it its own `hosts: localhost`);
@@ -24,7 +24,9 @@ ansible_connection=local and ansible_python_interpreter = the venv's python, cwd
 ANSIBLE_COLLECTIONS_PATH=.build/collections (the repository as onionlab.tor), an empty
 ansible.cfg (no user or cwd configuration leaks in), no colour, no retry files, Ansible's temp
 dirs under tmp_path. check/diff add --check/--diff; extra_vars (a dict) is passed as JSON with
--e; extra_args are appended; extra_env is merged over that environment last.
+-e; extra_args are appended; extra_env is merged over that environment last. bin_dir takes
+ansible-playbook from another virtualenv (e.g. .build/venv-2.17/bin for the oldest ansible-core);
+the modules still run on this venv's python.
 
 Results come from the test-only callback tests/harness/ansible_callbacks/onionlab_record.py
 (enabled next to the default screen output, which stays in .stdout). PlaybookRun has
@@ -49,13 +51,13 @@ CALLBACKS = Path(__file__).resolve().parent / "ansible_callbacks"
 VENV_BIN = REPO / ".venv" / "bin"
 
 
-def _tool(name):
-    candidate = VENV_BIN / name
+def _tool(name, bin_dir=None):
+    candidate = Path(str(bin_dir or VENV_BIN)) / name
     if candidate.exists():
         return str(candidate)
     found = shutil.which(name)
     if not found:
-        raise RuntimeError("%s not found in %s nor on PATH" % (name, VENV_BIN))
+        raise RuntimeError("%s not found in %s nor on PATH" % (name, bin_dir or VENV_BIN))
     return found
 
 
@@ -104,7 +106,7 @@ def _playbook_text(playbook):
 
 
 def run_playbook(playbook, tmp_path, extra_env=None, check=False, diff=False, extra_vars=None,
-                 extra_args=(), timeout=300):
+                 extra_args=(), timeout=300, bin_dir=None):
     work = Path(str(tmp_path)) / "ansible-run"
     work.mkdir(parents=True, exist_ok=True)
     # several runs in one tmp_path: number them
@@ -139,7 +141,7 @@ def run_playbook(playbook, tmp_path, extra_env=None, check=False, diff=False, ex
     env.pop("ANSIBLE_INVENTORY", None)
     env.update(extra_env or {})
 
-    cmd = [_tool("ansible-playbook"), "-i", str(inventory), str(book)]
+    cmd = [_tool("ansible-playbook", bin_dir), "-i", str(inventory), str(book)]
     if check:
         cmd.append("--check")
     if diff:
