@@ -78,6 +78,9 @@ options:
       onion_address:
         description: Ignored (accepted so that the info module's output can be fed back).
         type: str
+      private_key:
+        description: As O(private_key), for this service.
+        type: str
       ports:
         description: As O(ports).
         type: list
@@ -127,6 +130,12 @@ options:
           public_key:
             description: The client's x25519 public key.
             type: str
+  prune:
+    description:
+      - With O(services), also remove the persistent services that this module manages (those in O(config_file))
+        but that are not in O(services). Services defined elsewhere (torrc) are left alone. Keys are kept.
+    type: bool
+    default: false
   exclusive:
     description:
       - With O(services), make tor's HiddenService configuration exactly that list, atomically; every other
@@ -142,8 +151,12 @@ options:
     default: false
   private_key:
     description:
-      - For an ephemeral service, its key as tor writes it, C(ED25519-V3:) followed by the base64 of the 64-byte
-        expanded ed25519 key (what C(ADD_ONION) returns). Never logged or returned.
+      - The service's key as tor writes it, C(ED25519-V3:) followed by the base64 of the 64-byte expanded ed25519 key
+        (what C(ADD_ONION) returns). Never logged or returned.
+      - For an ephemeral service, the key to create it with.
+      - For a persistent service, installed in its directory (C(hs_ed25519_secret_key), mode C(0600)) when the
+        directory has no key yet, for example from a vault. A directory that holds a different key is an error;
+        a key is never overwritten.
     type: str
   service_id:
     description:
@@ -306,6 +319,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._hidden_service_args 
     services_element_spec,
 )
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_manager as sm
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import TorError
 
@@ -328,6 +342,7 @@ def main():
         purge=dict(type="bool", default=False),
         services=dict(type="list", elements="dict", options=services_element_spec()),
         exclusive=dict(type="bool", default=False),
+        prune=dict(type="bool", default=False),
         ephemeral=dict(type="bool", default=False),
         private_key=dict(type="str", no_log=True),
         service_id=dict(type="str"),
@@ -367,13 +382,15 @@ def main():
             if p["services"] is not None:
                 if p["state"] == "absent":
                     module.fail_json(msg="state=absent takes one path, not a services list")
-                desired, clients = [], {}
+                desired, clients, keys = [], {}, {}
                 for entry in p["services"]:
                     service = hs.normalize_service(_service_params(entry))
                     desired.append(service)
                     if _clients(entry) is not None:
                         clients[service["path"]] = _clients(entry)
-                out = manager.apply(desired, exclusive=p["exclusive"], clients=clients)
+                    if entry.get("private_key"):
+                        keys[service["path"]] = onion.parse_key_blob(entry["private_key"])
+                out = manager.apply(desired, exclusive=p["exclusive"], clients=clients, keys=keys, prune=p["prune"])
                 result["services"] = out["services"]
             else:
                 service = hs.normalize_service(_service_params(p))
@@ -381,7 +398,8 @@ def main():
                     if not service["ports"]:
                         module.fail_json(msg="a present service needs at least one entry in ports")
                     clients = {service["path"]: _clients(p)} if _clients(p) is not None else {}
-                    out = manager.apply([service], clients=clients)
+                    keys = {service["path"]: onion.parse_key_blob(p["private_key"])} if p["private_key"] else {}
+                    out = manager.apply([service], clients=clients, keys=keys)
                     mine = [s for s in out["services"] if s["path"] == service["path"]]
                     result["service"] = mine[0] if mine else None
                     result["onion_address"] = result["service"]["onion_address"] if mine else None

@@ -3,6 +3,8 @@
 """tor_hidden_service and tor_hidden_service_info, run by real ansible-playbook against a
 real tor (DisableNetwork 1), with Stem reading the same tor as a second opinion."""
 
+import hashlib
+import json
 import os
 import stat
 
@@ -228,7 +230,6 @@ def test_authorized_clients(tor, tmp_path):
     assert run.rc == 0, run.output
     first, second, third = results(run)
     assert first["changed"] and not second["changed"] and third["changed"]
-    import json
     (bob,) = json.loads(keys_file.read_text())
     assert bob["name"] == "bob" and second["generated_clients"] == []
     assert onion.b32(onion.x25519_public(onion.unb32(bob["private_key"], 32, "k"))) == bob["public_key"]
@@ -284,3 +285,36 @@ def test_unsafe_existing_directory_reported_not_changed(tor, tmp_path):
     assert run.rc != 0
     assert "is unsafe" in results(run)[0]["msg"] and "0755" in results(run)[0]["msg"]
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o755
+
+
+def test_persistent_private_key_installed_never_overwritten(tor, tmp_path):
+    h = bytearray(hashlib.sha512(os.urandom(32)).digest())
+    h[0] &= 248
+    h[31] &= 127
+    h[31] |= 64
+    blob = onion.key_blob(bytes(h))
+    address = onion.service_id_of_key(blob) + ".onion"
+    path = web(tmp_path)
+    task = hs_task(tor, tmp_path, path=path, ports=[{"port": 80}], private_key=blob)
+    other_key = onion.key_blob(bytes(h[:32]) + b"\x00" * 32)
+    clash = hs_task(tor, tmp_path, path=path, ports=[{"port": 80}], private_key=other_key)
+    run = run_playbook([task, task, clash], tmp_path)
+    assert run.rc != 0
+    first, second, third = results(run)
+    assert first["changed"] and first["onion_address"] == address
+    assert not second["changed"]
+    assert "refusing to overwrite" in third["msg"] and blob.split(":")[1] not in run.output
+    assert stat.S_IMODE(os.stat(os.path.join(path, "hs_ed25519_secret_key")).st_mode) == 0o600
+    assert onion.service_dir_address(path) == address
+
+
+def test_prune_removes_only_managed_services(tor, tmp_path):
+    a, b = web(tmp_path, "a"), web(tmp_path, "b")
+    both = hs_task(tor, tmp_path, services=[{"path": a, "ports": [{"port": 80}]}, {"path": b, "ports": [{"port": 81}]}])
+    only_a = hs_task(tor, tmp_path, services=[{"path": a, "ports": [{"port": 80}]}], prune=True)
+    run = run_playbook([both, only_a, only_a], tmp_path)
+    assert run.rc == 0, run.output
+    assert [r["changed"] for r in results(run)] == [True, True, False]
+    assert [s["path"] for s in results(run)[-1]["services"]] == [a]
+    assert os.path.exists(os.path.join(b, "hs_ed25519_secret_key"))
+    assert "/b" not in (tmp_path / "torrc.d" / "onionlab.conf").read_text()

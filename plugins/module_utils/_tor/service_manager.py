@@ -182,6 +182,14 @@ def _check_client_name(name):
         raise ServiceError("authorized client name %r must be 1-64 letters, digits, '-', '_' or '.'" % (name,))
 
 
+def _existing_key(path):
+    """The 64-byte expanded key a service directory holds, or None."""
+    key_path = os.path.join(path, "hs_ed25519_secret_key")
+    if not os.path.exists(key_path):
+        return None
+    return onion.read_secret_key_file(key_path)
+
+
 class PersistentManager(object):
     def __init__(self, ctl, config_file=None, persist=True, include=True, check_mode=False):
         self.ctl = ctl
@@ -205,12 +213,22 @@ class PersistentManager(object):
                                    "first (writing it to %s too would make tor refuse to start)"
                                    % (service["path"], defined[service["path"]], self.drop_in))
 
-    def apply(self, desired, absent=(), exclusive=False, purge=False, clients=None):
+    def managed_paths(self):
+        """Paths of the services in our drop-in (those this module manages)."""
+        return [s["path"] for s in (hs.read_drop_in(self.drop_in) or [])] if self.persist else []
+
+    def apply(self, desired, absent=(), exclusive=False, purge=False, clients=None, keys=None, prune=False):
         """desired: canonical services to be present (replacing those with the same path);
         absent: paths to remove; exclusive: tor's block becomes exactly `desired`;
-        clients: {path: [client dicts]} for services whose authorized_clients are managed.
+        prune: also remove the managed services (in the drop-in) that are not desired;
+        clients: {path: [client dicts]} for services whose authorized_clients are managed;
+        keys: {path: 64-byte expanded key} to install where a service has no key yet.
         Returns a result dict (changed, diff, services, generated_clients)."""
         clients = clients or {}
+        keys = keys or {}
+        if prune:
+            wanted = set(s["path"] for s in desired)
+            absent = list(absent) + [p for p in self.managed_paths() if p not in wanted]
         before = self.current()
         by_path = dict((s["path"], s) for s in before)
         paths = [s["path"] for s in desired]
@@ -272,7 +290,17 @@ class PersistentManager(object):
             for path in absent:
                 if os.path.isdir(path) and path not in [a["path"] for a in after]:
                     purge_dirs.append(path)
-        changed = conf_change or clients_change or drop_in_change or include_change or bool(purge_dirs)
+        key_writes = {}
+        for path, expanded in keys.items():
+            existing = _existing_key(path)
+            if existing is None:
+                key_writes[path] = expanded
+            elif existing != expanded:
+                raise ServiceError("%s already holds a different key (%s); refusing to overwrite a key: remove "
+                                   "the directory yourself if you mean to replace it"
+                                   % (path, onion.service_dir_address(path)))
+        changed = conf_change or clients_change or drop_in_change or include_change or bool(purge_dirs) \
+            or bool(key_writes)
         diff = {"before": {"services": [self._diff_view(s) for s in before]},
                 "after": {"services": [self._diff_view(s, client_plans) for s in after]}}
         result = {"changed": changed, "diff": diff, "generated_clients": [], "purged": purge_dirs}
@@ -288,12 +316,14 @@ class PersistentManager(object):
                 made_dirs.append(service["path"])
         undo_clients = []
         try:
+            for path, expanded in key_writes.items():
+                self._write_key(path, expanded)
             for path, (write, delete, generated) in client_plans.items():
                 if path in made_dirs or write or delete:
                     undo_clients.append(self._write_clients(path, write, delete))
                 result["generated_clients"].extend(dict(g, service=path) for g in generated)
             # 2. the live config, in one atomic command
-            if conf_change or clients_change:
+            if conf_change or clients_change or key_writes:
                 try:
                     self.ctl.set_conf(hs.block_to_conf(after))
                 except OperationFailed as exc:
@@ -376,6 +406,25 @@ class PersistentManager(object):
                 except OSError:
                     pass
         return undo
+
+    def _write_key(self, path, expanded):
+        """Install a secret key (and its public key) in a service directory that has none."""
+        public = onion.ed25519_public_from_expanded(expanded)
+        for name, data in (("hs_ed25519_secret_key", onion.SECRET_HEADER + expanded),
+                           ("hs_ed25519_public_key", onion.PUBLIC_HEADER + public)):
+            file_path = os.path.join(path, name)
+            fd = os.open(file_path + ".onionlab-new", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_EXCL, 0o600)
+            try:
+                os.write(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            if self.facts.uid is not None and os.geteuid() == 0:
+                os.chown(file_path + ".onionlab-new", self.facts.uid, self.facts.gid if self.facts.gid is not None else -1)
+            os.rename(file_path + ".onionlab-new", file_path)
+        host = os.path.join(path, "hostname")
+        if os.path.exists(host):
+            os.unlink(host)  # tor writes it anew from the key
 
     def _add_include(self):
         with open(self.facts.config_file) as handle:
