@@ -727,6 +727,8 @@ def _authority(doc, entry, text):
         except _rsa.CertificateError as exc:
             raise ConsensusError("key certificate: %s" % exc.reason, exc.line)
         cert = dict((k, v) for k, v in parsed.items() if not k.startswith("_") and k != "line")
+        cert.setdefault("address", None)
+        cert.setdefault("dir_port", None)
     elif doc.is_vote:
         raise ConsensusError("a vote's authority entry must include its key certificate", entry["line"])
     seen = {}
