@@ -423,7 +423,8 @@ def _split_lines_items(text, start, end, lineno):
             end_line = "-----END %s-----" % bmatch.group(1)
             body_start = nl + 1
             body_end = text.find("\n" + end_line, nl, end)
-            if body_end < 0 or text[body_end + 1 + len(end_line):body_end + 2 + len(end_line)] not in ("\n", ""):
+            if body_end < 0 or text[body_end + 1 + len(end_line):body_end + 2 + len(end_line)] not in ("\n", "") \
+                    or text.find("\n-----", nl, body_end) >= 0:
                 raise ConsensusError("object %r is not terminated by %r" % (bmatch.group(1), end_line), lineno)
             body = text[body_start:body_end] if body_end >= body_start else ""
             obj = (bmatch.group(1), body)

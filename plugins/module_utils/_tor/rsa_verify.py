@@ -236,10 +236,10 @@ def _cert_items(text, first_line):
             end_line = "-----END %s-----" % bmatch.group(1)
             body = []
             j = i + 1
-            while j < len(lines) and lines[j] != end_line:
+            while j < len(lines) and lines[j] != end_line and not lines[j].startswith("-----"):
                 body.append(lines[j])
                 j += 1
-            if j >= len(lines):
+            if j >= len(lines) or lines[j] != end_line:
                 raise CertificateError("object %r is not terminated" % bmatch.group(1), lineno + 1)
             for k in range(i, j + 1):
                 offset += len(lines[k]) + 1
