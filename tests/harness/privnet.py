@@ -138,17 +138,23 @@ def pid_alive(pid, starttime=None):
     return starttime is None or st == starttime
 
 
-def kill_pids(pids, grace=5.0):
+def kill_pids(pids, grace=5.0, again=0.0):
     """SIGTERM each (pid, starttime), SIGKILL the ones left after grace.
 
-    Only processes whose start time still matches are signalled.  Children
-    of this process are reaped by the caller (Popen.wait)."""
+    With again > 0, the ones left after grace get a second SIGTERM and
+    again seconds more first (systemd-nspawn: the second SIGTERM means
+    "terminate now").  Only processes whose start time still matches are
+    signalled.  Children of this process are reaped by the caller
+    (Popen.wait).  Returns the PIDs that needed SIGKILL."""
     live = [(p, st) for p, st in pids if pid_alive(p, st)]
-    _signal_all(live, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while live and time.monotonic() < deadline:
-        time.sleep(0.05)
-        live = [(p, st) for p, st in live if pid_alive(p, st)]
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGTERM, again)):
+        if not live or (sig, wait) == (signal.SIGTERM, 0.0):
+            continue
+        _signal_all(live, sig)
+        deadline = time.monotonic() + wait
+        while live and time.monotonic() < deadline:
+            time.sleep(0.05)
+            live = [(p, st) for p, st in live if pid_alive(p, st)]
     _signal_all(live, signal.SIGKILL)
     return [p for p, _ in live]
 

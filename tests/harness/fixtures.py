@@ -1,0 +1,229 @@
+# Copyright (c) 2026, onionlab.tor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""pytest fixtures and helpers for the two test beds (register with
+``pytest_plugins = ["harness.fixtures"]``).
+
+Fixtures (session scoped; each starts its bed once and stops it at the end,
+also when tests fail):
+
+* ``privnet`` -- a ``harness.privnet.PrivNet``: 3 authorities, 3 relays, a
+  client (``privnet.socks_port``) and an onion-service tor (``privnet.onion``,
+  with ``.control_port`` and ``.cookie_path``).  Skipped without tor.
+* ``hostbed`` -- a ``harness.hosts.HostBed`` of 3 systemd-nspawn hosts whose
+  tors have joined ``privnet``; ``hostbed.inventory_path`` is an Ansible
+  inventory (group ``testbed``).  Skipped without root or systemd-nspawn.
+* ``http_backend`` -- a tiny HTTP server on 127.0.0.1 answering every GET with
+  ``http_backend.token``; ``http_backend.port``.
+
+Helpers: ``socks5_http_get(socks_port, host, port, path)`` (SOCKS5 with the
+host name sent to tor, RFC 1928 ATYP 3) and ``fetch_onion(...)`` which retries
+it while a descriptor propagates, and ``ansible_adhoc(...)``.
+
+Timings go to the terminal (``pytest -s``) and to the ``onionlab_timings``
+user property of the test report.
+"""
+
+import http.server
+import os
+import re
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+import pytest
+
+from harness import hosts as _hosts
+from harness import privnet as _privnet
+
+BIN = os.path.dirname(sys.executable)
+
+
+def _say(msg):
+    sys.stderr.write('\n[onionlab] %s\n' % msg)
+    sys.stderr.flush()
+
+
+@pytest.fixture(scope='session')
+def privnet():
+    if not (shutil.which('tor') or os.path.exists(_privnet.TOR)) or not shutil.which('tor-gencert'):
+        pytest.skip('tor and tor-gencert are needed for the private network')
+    net = _privnet.PrivNet(ready_timeout=float(os.environ.get('ONIONLAB_PRIVNET_TIMEOUT', '60')),
+                           keep=bool(os.environ.get('ONIONLAB_KEEP')))
+    net.start()
+    _say('privnet ready in %.1fs (%s)' % (net.timings['ready'],
+                                          ', '.join('%s %.1fs' % kv for kv in net.timings.items())))
+    try:
+        yield net
+    finally:
+        net.stop()
+
+
+@pytest.fixture(scope='session')
+def hostbed(privnet):
+    if os.geteuid() != 0:
+        pytest.skip('the multi-host bed needs root (systemd-nspawn)')
+    _hosts.ensure_packages()
+    if not shutil.which('systemd-nspawn'):
+        pytest.skip('systemd-nspawn is not available')
+    bed = _hosts.HostBed(n=int(os.environ.get('ONIONLAB_HOSTS', '3')),
+                         privnet_join_lines=privnet.join_torrc_lines())
+    bed.up()
+    _say('%d hosts up in %.1fs (rootfs %s %.1fs, copy %.1fs, boot %.1fs)' % (
+        bed.n, bed.timings['total'], 'built' if bed.timings['rootfs_built'] else 'cached',
+        bed.timings['rootfs'], bed.timings['copy'], bed.timings['boot']))
+    try:
+        yield bed
+    finally:
+        bed.down()
+
+
+class _Backend(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+
+@pytest.fixture(scope='session')
+def http_backend():
+    token = 'onionlab-%s' % uuid.uuid4().hex
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = token.encode()
+            self.send_response(200)
+            self.send_header('Content-Type', 'text/plain')
+            self.send_header('Content-Length', str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = _Backend(('127.0.0.1', 0), Handler)
+    server.token = token
+    server.port = server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+# ---------------------------------------------------------------------------
+# SOCKS5 (RFC 1928) with the host name resolved by tor, and a bounded retry
+# ---------------------------------------------------------------------------
+
+SOCKS_ERRORS = {1: 'general failure', 2: 'not allowed', 3: 'network unreachable', 4: 'host unreachable',
+                5: 'connection refused', 6: 'TTL expired', 7: 'command not supported',
+                8: 'address type not supported',
+                0xf0: 'onion service descriptor not found', 0xf1: 'onion service descriptor invalid',
+                0xf2: 'onion service introduction failed', 0xf3: 'onion service rendezvous failed',
+                0xf4: 'onion service missing client authorization',
+                0xf5: 'onion service wrong client authorization', 0xf6: 'onion address invalid',
+                0xf7: 'onion service introduction timed out'}
+
+
+class SocksError(OSError):
+    pass
+
+
+def _recv_exact(sock, n):
+    data = b''
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise SocksError('SOCKS proxy closed the connection')
+        data += chunk
+    return data
+
+
+def socks5_connect(socks_port, host, port, timeout=30.0, socks_host='127.0.0.1'):
+    """A socket connected to host:port through the SOCKS5 proxy (no auth)."""
+    sock = socket.create_connection((socks_host, socks_port), timeout=timeout)
+    try:
+        sock.sendall(b'\x05\x01\x00')
+        if _recv_exact(sock, 2) != b'\x05\x00':
+            raise SocksError('SOCKS proxy refused the no-auth method')
+        name = host.encode('idna') if not host.endswith('.onion') else host.encode('ascii')
+        sock.sendall(b'\x05\x01\x00\x03' + struct.pack('B', len(name)) + name + struct.pack('>H', port))
+        ver, rep, _, atyp = _recv_exact(sock, 4)
+        if ver != 5:
+            raise SocksError('not a SOCKS5 reply')
+        if rep != 0:
+            raise SocksError('SOCKS connect failed: %s (0x%02x)' % (SOCKS_ERRORS.get(rep, 'unknown'), rep))
+        if atyp == 1:
+            _recv_exact(sock, 4 + 2)
+        elif atyp == 4:
+            _recv_exact(sock, 16 + 2)
+        elif atyp == 3:
+            _recv_exact(sock, _recv_exact(sock, 1)[0] + 2)
+        return sock
+    except BaseException:
+        sock.close()
+        raise
+
+
+def socks5_http_get(socks_port, host, port=80, path='/', timeout=30.0):
+    """(status, body) of an HTTP/1.0 GET through the proxy."""
+    sock = socks5_connect(socks_port, host, port, timeout)
+    with sock:
+        sock.sendall(('GET %s HTTP/1.0\r\nHost: %s\r\nConnection: close\r\n\r\n' % (path, host)).encode())
+        data = b''
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    head, _, body = data.partition(b'\r\n\r\n')
+    m = re.match(br'HTTP/1\.[01] (\d{3})', head)
+    if not m:
+        raise SocksError('no HTTP reply: %r' % head[:100])
+    return int(m.group(1)), body.decode('utf-8', 'replace')
+
+
+def fetch_onion(socks_port, onion_address, port=80, path='/', deadline=60.0, interval=1.0):
+    """Retry socks5_http_get until it answers 200 or deadline seconds pass.
+    Returns (body, seconds, attempts); raises the last error on timeout."""
+    t0 = time.monotonic()
+    attempts, last = 0, None
+    while True:
+        attempts += 1
+        try:
+            status, body = socks5_http_get(socks_port, onion_address, port, path,
+                                           timeout=max(5.0, min(30.0, deadline - (time.monotonic() - t0))))
+            if status == 200:
+                return body, time.monotonic() - t0, attempts
+            last = SocksError('HTTP %d' % status)
+        except OSError as e:
+            last = e
+        if time.monotonic() - t0 + interval > deadline:
+            raise AssertionError('no answer from %s after %d attempts in %.0fs: %s'
+                                 % (onion_address, attempts, deadline, last))
+        time.sleep(interval)
+
+
+# ---------------------------------------------------------------------------
+# ansible ad-hoc
+# ---------------------------------------------------------------------------
+
+_RESULT_RE = re.compile(r'^(\S+) \| (SUCCESS|CHANGED|FAILED!?|UNREACHABLE!?)', re.M)
+
+
+def ansible_adhoc(inventory, pattern, module, args=None, timeout=120, extra=()):
+    """Run the venv's ``ansible`` ad-hoc; returns (rc, {host: status}, output)."""
+    cmd = [os.path.join(BIN, 'ansible'), '-i', inventory, pattern, '-m', module]
+    if args:
+        cmd += ['-a', args]
+    cmd += list(extra)
+    env = dict(os.environ, ANSIBLE_HOST_KEY_CHECKING='False', ANSIBLE_DEPRECATION_WARNINGS='False',
+               ANSIBLE_NOCOLOR='1', ANSIBLE_FORCE_COLOR='0', ANSIBLE_RETRY_FILES_ENABLED='False',
+               PATH=BIN + os.pathsep + os.environ.get('PATH', ''))
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, timeout=timeout,
+                       stdin=subprocess.DEVNULL)
+    out = p.stdout.decode('utf-8', 'replace')
+    return p.returncode, {h: s.rstrip('!') for h, s in _RESULT_RE.findall(out)}, out

@@ -1,0 +1,168 @@
+# Copyright (c) 2026, onionlab.tor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The multi-host bed of tests/harness/hosts.py: 3 systemd-nspawn hosts, one Ansible inventory.
+
+Fixtures come from harness.fixtures (hostbed, privnet, http_backend).
+"""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
+from harness import hosts as hb
+from harness import privnet as pn
+from harness.fixtures import ansible_adhoc, fetch_onion
+
+FETCH_DEADLINE = float(os.environ.get('ONIONLAB_FETCH_DEADLINE', '60'))
+
+
+def _say(msg):
+    sys.stderr.write('\n[onionlab] %s\n' % msg)
+
+
+def test_ansible_ping_all_hosts(hostbed):
+    t0 = time.monotonic()
+    rc, results, out = ansible_adhoc(hostbed.inventory_path, 'all', 'ping')
+    assert rc == 0, out
+    assert results == {h['name']: 'SUCCESS' for h in hostbed.hosts}, out
+    _say('ansible all -m ping over %d hosts: %.1fs' % (hostbed.n, time.monotonic() - t0))
+
+
+def test_each_host_is_its_own_machine(hostbed):
+    rc, results, out = ansible_adhoc(hostbed.inventory_path, 'all', 'shell',
+                                     'echo "$(hostname) $(cat /etc/machine-id) $(ps -p 1 -o comm=)"')
+    assert rc == 0, out
+    lines = [line for line in out.splitlines() if line.startswith('host')]
+    seen = {line.split()[0]: line.split()[1:] for line in lines if len(line.split()) == 3}
+    assert set(seen) == {h['name'] for h in hostbed.hosts}, out
+    assert len({mid for mid, _ in seen.values()}) == hostbed.n
+    assert all(init == 'systemd' for _, init in seen.values())
+
+
+def test_each_host_runs_tor(hostbed):
+    rc, results, out = ansible_adhoc(hostbed.inventory_path, 'all', 'command', 'systemctl is-active tor@default')
+    assert rc == 0, out
+    assert set(results) == {h['name'] for h in hostbed.hosts}
+    # and its ControlPort answers from the controller (shared network, distinct ports)
+    for h in hostbed.hosts:
+        with connect(port=h['tor_control_port'], authenticate=False) as c:
+            assert c.protocol_info is not None
+
+
+def test_each_host_joined_the_private_network(hostbed):
+    """Every host's tor bootstraps in privnet (it knows only our DirAuthorities)."""
+    rc, results, out = ansible_adhoc(
+        hostbed.inventory_path, 'all', 'shell',
+        'timeout 90 sh -c "until journalctl -u tor@default --no-pager | grep -q \'Bootstrapped 100%\'; '
+        'do sleep 0.5; done" && grep -c "^DirAuthority .* 127.0.0.1:" /etc/tor/torrc', timeout=150)
+    assert rc == 0, out
+    assert len(re.findall(r'\| CHANGED \| rc=0 >>\s*\n3\s*$', out, re.M)) == hostbed.n, out
+
+
+def test_onion_service_on_a_host_reachable_from_controller(hostbed, privnet, tmp_path):
+    """tor_hidden_service (persistent) on host1 over ssh, fetched through privnet's client."""
+    h = hostbed.hosts[0]
+    web_port = h['tor_or_port']  # a port reserved for this host, free on the shared network
+    book = tmp_path / 'play.yml'
+    address_file = tmp_path / 'address'
+    book.write_text(json.dumps([{
+        'hosts': h['name'], 'gather_facts': False,
+        'tasks': [
+            {'name': 'web server', 'ansible.builtin.command':
+                'systemd-run --unit=onionlab-web --property=WorkingDirectory=/etc '
+                'python3 -m http.server --bind 127.0.0.1 %d' % web_port},
+            {'name': 'onion service', 'onionlab.tor.tor_hidden_service': {
+                'path': '/var/lib/tor/web', 'ports': [{'port': 80, 'target_port': web_port}]},
+             'register': 'svc'},
+            {'ansible.builtin.copy': {'content': '{{ svc.onion_address }}', 'dest': str(address_file)},
+             'delegate_to': 'localhost', 'vars': {'ansible_connection': 'local',
+                                                  'ansible_python_interpreter': sys.executable}},
+        ]}]))
+    env = dict(os.environ, ANSIBLE_NOCOLOR='1', ANSIBLE_HOST_KEY_CHECKING='False',
+               ANSIBLE_DEPRECATION_WARNINGS='False', ANSIBLE_RETRY_FILES_ENABLED='False')
+    t0 = time.monotonic()
+    p = subprocess.run([os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'),
+                        '-i', hostbed.inventory_path, str(book)],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, timeout=300)
+    out = p.stdout.decode('utf-8', 'replace')
+    assert p.returncode == 0, out
+    address = address_file.read_text().strip()
+    body, took, attempts = fetch_onion(privnet.socks_port, address, path='/hostname', deadline=FETCH_DEADLINE)
+    assert body.strip() == h['name']
+    _say('onion service on %s: playbook + first fetch %.1fs (%d attempts)'
+         % (h['name'], time.monotonic() - t0, attempts))
+
+
+def test_up_down_leaves_nothing(tmp_path):
+    """A bed of its own (1 host, offline tor): up, then down removes processes, cgroups, files."""
+    if os.geteuid() != 0:
+        pytest.skip('needs root')
+    bed = hb.HostBed(n=1)
+    t0 = time.monotonic()
+    bed.up()
+    up = time.monotonic() - t0
+    try:
+        h = bed.hosts[0]
+        assert pn.pid_alive(h['pid'], h['starttime'])
+        with open(os.path.join(h['root'], 'etc/tor/torrc')) as f:
+            assert 'DisableNetwork 1' in f.read()
+        assert os.path.exists(bed.registry)
+    finally:
+        t1 = time.monotonic()
+        bed.down()
+    _say('1-host bed: up %.1fs, down %.1fs' % (up, time.monotonic() - t1))
+    assert not pn.pid_alive(h['pid'], h['starttime'])
+    assert not os.path.exists(bed.base_dir)
+    assert not os.path.exists(bed.registry)
+    assert not any(os.path.exists(d) for d in h['cgroups'])
+    assert not hb._mounts_under(bed.base_dir)
+
+
+def test_cleanup_finds_leftovers_by_state_file(tmp_path):
+    """A bed whose owner was SIGKILLed is found by `cleanup` through its state file and torn down."""
+    if os.geteuid() != 0:
+        pytest.skip('needs root')
+    d = str(tmp_path / 'bed')
+    tests = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    owner = subprocess.Popen(
+        [sys.executable, '-c', 'import sys, time; sys.path.insert(0, %r); from harness import hosts; '
+         'bed = hosts.HostBed(n=1, base_dir=%r); bed.up(); print("up", flush=True); time.sleep(600)'
+         % (tests, d)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        assert owner.stdout.readline().strip() == b'up'
+    finally:
+        owner.send_signal(signal.SIGKILL)  # no teardown: a leftover
+        owner.wait()
+    with open(os.path.join(d, 'state.json')) as f:
+        state = json.load(f)
+    h = state['hosts'][0]
+    assert pn.pid_alive(h['pid'], h['starttime'])
+    subprocess.run([sys.executable, os.path.join(tests, 'harness', 'hosts.py'), 'cleanup'], check=True,
+                   stdout=subprocess.DEVNULL, timeout=120)
+    assert not pn.pid_alive(h['pid'], h['starttime'])
+    assert not os.path.exists(h['root'])
+
+
+def test_molecule_smoke_scenario():
+    """molecule test -s smoke: the delegated driver's shared create/destroy over this harness."""
+    if os.geteuid() != 0:
+        pytest.skip('needs root')
+    bindir = os.path.dirname(sys.executable)
+    if not os.path.exists(os.path.join(bindir, 'molecule')):
+        pytest.skip('molecule is not installed in this environment')
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get('PATH', ''), NO_COLOR='1',
+               ANSIBLE_NOCOLOR='1')
+    t0 = time.monotonic()
+    p = subprocess.run([os.path.join(bindir, 'molecule'), 'test', '-s', 'smoke'], cwd=repo, env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
+    out = p.stdout.decode('utf-8', 'replace')
+    assert p.returncode == 0, out[-6000:]
+    _say('molecule test -s smoke: %.1fs' % (time.monotonic() - t0))
