@@ -88,14 +88,15 @@ class Controller(object):
 
     # -- GETINFO ---------------------------------------------------------------------------
     def get_info(self, *keys):
-        """Many keys in one GETINFO. Returns {key: value}; multi-line values joined by LF."""
+        """Many keys in one GETINFO. Returns {key: value} with tor's text as is (quotes kept);
+        multi-line values joined by LF."""
         if not keys:
             return {}
         for key in keys:
             check_keyword(key, "GETINFO key")
         reply = self.request("GETINFO", keys)
         result = {}
-        for key, value in parse_key_values(reply):
+        for key, value in parse_key_values(reply, unquote_values=False):
             result[key] = value if value is not None else ""
         missing = [k for k in keys if k not in result]
         if missing:
@@ -126,6 +127,8 @@ class Controller(object):
             if value is None:
                 args.append(key)
             else:
+                if isinstance(value, bool):
+                    value = "1" if value else "0"      # tor's booleans; str(True) is refused
                 args.append("%s=%s" % (key, quote(check_value(str(value), "value of %s" % key))))
         return args
 
@@ -138,6 +141,7 @@ class Controller(object):
 
     def reset_conf(self, pairs):
         """RESETCONF: like set_conf; a bare option (value None) goes back to its default."""
+        pairs = list(pairs.items()) if isinstance(pairs, dict) else pairs
         pairs = [(p, None) if isinstance(p, str) else p for p in pairs]
         if not pairs:
             return
@@ -167,17 +171,19 @@ class Controller(object):
             raise UnsafeValue("the private key is not a valid key blob (no spaces or control characters allowed)")
         args = ["%s:%s" % (key_type, key_blob)]
         flags = list(flags)
+        if client_auth_v3 and "V3Auth" not in flags:
+            flags.append("V3Auth")                     # tor refuses ClientAuthV3 without it
         for flag in flags:
             if flag not in ONION_FLAGS:
                 raise UnsafeValue("unknown ADD_ONION flag %r" % (flag,))
         if flags:
             args.append("Flags=" + ",".join(flags))
         if max_streams is not None:
-            args.append("MaxStreams=%d" % int(max_streams))
+            args.append("MaxStreams=%d" % _integer(max_streams, "MaxStreams"))
         if not ports:
             raise UnsafeValue("ADD_ONION needs at least one port")
         for virt, target in ports:
-            port = "%d" % int(virt)
+            port = "%d" % _integer(virt, "virtual port")
             if target is not None:
                 port += "," + check_token(str(target), "port target")
             args.append("Port=" + port)
@@ -213,6 +219,16 @@ class Controller(object):
         """{'current': [service ids of this connection], 'detached': [...]}."""
         info = self.get_info("onions/current", "onions/detached")
         return {"current": _id_list(info["onions/current"]), "detached": _id_list(info["onions/detached"])}
+
+
+def _integer(value, what):
+    """int(value), or UnsafeValue (not a bare ValueError) for what is not a whole number."""
+    try:
+        if isinstance(value, bool) or int(value) != float(value):
+            raise ValueError
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise UnsafeValue("%s must be a whole number, not %r" % (what, value))
 
 
 def _id_list(value):

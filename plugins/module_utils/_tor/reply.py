@@ -202,11 +202,13 @@ class Reply(object):
         raise cls(code, message, command)
 
 
-def parse_key_values(reply):
+def parse_key_values(reply, unquote_values=True):
     """Lines 'key=value' (or '+key=' with a data block, or a bare 'key') in order.
 
     GETINFO and GETCONF use this form. A final bare 'OK' line is not a key. Values that tor
-    quoted (GETCONF escapes some) are unquoted. Returns a list of (key, value or None).
+    quoted (GETCONF escapes some) are unquoted. GETINFO values are tor's text as is
+    (unquote_values=False): 'net/listeners/control' is '"127.0.0.1:9051" "unix:/x"', a list.
+    Returns a list of (key, value or None).
     """
     items = []
     lines = reply.lines
@@ -225,7 +227,7 @@ def parse_key_values(reply):
             raise ProtocolError("reply line without a key: %r" % text[:80])
         if not eq:
             items.append((key, None))
-        elif value.startswith('"'):
+        elif unquote_values and value.startswith('"'):
             unq, end = unquote(value)
             if end != len(value):
                 raise ProtocolError("junk after quoted value for %s" % key)

@@ -1,0 +1,356 @@
+# Copyright (c) 2026, onionlab.tor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""PROTOCOLINFO and authentication (auth.py) against a scripted peer over a real socket."""
+
+import binascii
+import hashlib
+import hmac
+import os
+
+import pytest
+
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import auth
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import (
+    AuthenticationFailed,
+    OperationFailed,
+    ProtocolError,
+    UnsafeValue,
+)
+from harness.fake_tor import FakeTor
+
+OK = b"250 OK\r\n"
+COOKIE = bytes(range(32))
+SERVER_NONCE = bytes(range(100, 132))
+
+
+def protocolinfo(methods, cookie_file=None, version=b"0.4.9.11", proto=b"1"):
+    auth_line = b"250-AUTH METHODS=" + methods
+    if cookie_file is not None:
+        auth_line += b" COOKIEFILE=" + cookie_file
+    return (b"250-PROTOCOLINFO " + proto + b"\r\n" + auth_line + b"\r\n"
+            b"250-VERSION Tor=\"" + version + b"\"\r\n250 OK\r\n")
+
+
+def run(script, **kwargs):
+    """connect() to a fake running script; returns (controller or the exception, fake)."""
+    with FakeTor(script) as fake:
+        try:
+            result = connect(port=fake.port, timeout=5, **kwargs)
+            result.close()
+        except Exception as exc:  # pylint: disable=broad-except
+            result = exc
+    assert fake.errors == []
+    return result, fake
+
+
+def expect_failure(script, cls=AuthenticationFailed, **kwargs):
+    result, fake = run(script, **kwargs)
+    assert isinstance(result, cls), result
+    return str(result), fake.received
+
+
+def hmac256(key, message):
+    return hmac.new(key, message, hashlib.sha256).digest()
+
+
+def server_hash(cookie, client_nonce, server_nonce):
+    return hmac256(b"Tor safe cookie authentication server-to-controller hash",
+                   cookie + client_nonce + server_nonce)
+
+
+def client_hash(cookie, client_nonce, server_nonce):
+    return hmac256(b"Tor safe cookie authentication controller-to-server hash",
+                   cookie + client_nonce + server_nonce)
+
+
+def challenge(line):
+    """The client nonce of an 'AUTHCHALLENGE SAFECOOKIE <hex>' line."""
+    words = line.split(b" ")
+    assert words[:2] == [b"AUTHCHALLENGE", b"SAFECOOKIE"] and len(words) == 3
+    nonce = binascii.unhexlify(words[2])
+    assert len(nonce) == 32
+    return nonce
+
+
+def challenge_reply(cookie=COOKIE, server_nonce=SERVER_NONCE, tamper=False):
+    """A callable answering AUTHCHALLENGE as a tor that knows `cookie` would."""
+    def answer(line):
+        digest = server_hash(cookie, challenge(line), server_nonce)
+        if tamper:
+            digest = bytes([digest[0] ^ 1]) + digest[1:]
+        return (b"250 AUTHCHALLENGE SERVERHASH=%s SERVERNONCE=%s\r\n"
+                % (binascii.hexlify(digest).upper(), binascii.hexlify(server_nonce).upper()))
+    return answer
+
+
+@pytest.fixture
+def cookie_file(tmp_path):
+    path = tmp_path / "control_auth_cookie"
+    path.write_bytes(COOKIE)
+    return path
+
+
+# -- PROTOCOLINFO ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("wire, methods, cookie_file, version", [
+    (protocolinfo(b"NULL"), ("NULL",), None, "0.4.9.11"),
+    (protocolinfo(b"COOKIE,SAFECOOKIE", b'"/run/tor/control.authcookie"'), ("COOKIE", "SAFECOOKIE"),
+     "/run/tor/control.authcookie", "0.4.9.11"),
+    (protocolinfo(b"HASHEDPASSWORD"), ("HASHEDPASSWORD",), None, "0.4.9.11"),
+    (protocolinfo(b"COOKIE,SAFECOOKIE,HASHEDPASSWORD", b'"/a b/\\"q\\"/caf\\303\\251\\\\x"'),
+     ("COOKIE", "SAFECOOKIE", "HASHEDPASSWORD"), '/a b/"q"/caf\u00e9\\x', "0.4.9.11"),
+    (protocolinfo(b"", version=b"0.5.0.1-alpha-dev"), (), None, "0.5.0.1-alpha-dev"),
+    (b"250-PROTOCOLINFO 1\r\n250-AUTH METHODS=NULL\r\n250 OK\r\n", ("NULL",), None, None),
+    (b"250-PROTOCOLINFO 1\r\n250-AUTH METHODS=NULL FUTURE=1\r\n250-FUTURELINE x\r\n"
+     b"250-VERSION Tor=\"0.4.9.11\" OTHER=\"y\"\r\n250 OK\r\n", ("NULL",), None, "0.4.9.11"),
+])
+def test_protocolinfo_variants(wire, methods, cookie_file, version):
+    controller, fake = run([(b"PROTOCOLINFO 1", wire)], authenticate=False)
+    info = controller.protocol_info
+    assert (info.methods, info.cookie_file, info.tor_version) == (methods, cookie_file, version)
+    assert info.as_dict()["methods"] == list(methods)
+    assert fake.received[0] == b"PROTOCOLINFO 1"
+
+
+@pytest.mark.parametrize("wire, cls, message", [
+    (b"250-PROTOCOLINFO 1\r\n250-AUTH COOKIEFILE=\"/x\"\r\n250 OK\r\n", ProtocolError, "has no METHODS"),
+    (b"250-AUTH METHODS=NULL\r\n250 OK\r\n", ProtocolError, "no PROTOCOLINFO line"),
+    (protocolinfo(b"NULL", proto=b"2"), ProtocolError, "version '2'"),
+    (b"250-PROTOCOLINFO 1\r\n250-AUTH METHODS=COOKIE COOKIEFILE=\"/unterminated\r\n250 OK\r\n",
+     ProtocolError, "unterminated"),
+    (b"513 PROTOCOLINFO Unrecognized version\r\n", OperationFailed, "513"),
+])
+def test_protocolinfo_malformed(wire, cls, message):
+    text, received = expect_failure([(b"PROTOCOLINFO 1", wire)], cls=cls)
+    assert message in text
+    assert received == [b"PROTOCOLINFO 1"]
+
+
+# -- choosing the method --------------------------------------------------------------------
+
+def test_null():
+    controller, fake = run([(b"PROTOCOLINFO", protocolinfo(b"NULL")), (b"AUTHENTICATE", OK)])
+    assert controller.auth_method == "NULL"
+    assert fake.received[:3] == [b"PROTOCOLINFO 1", b"AUTHENTICATE", b"QUIT"]
+
+
+def test_null_wins_even_with_a_password():
+    controller, fake = run([(b"PROTOCOLINFO", protocolinfo(b"NULL,HASHEDPASSWORD")), (b"AUTHENTICATE", OK)],
+                           password="secret")
+    assert controller.auth_method == "NULL"
+    assert fake.received[1] == b"AUTHENTICATE"
+
+
+@pytest.mark.parametrize("password, wire", [
+    ("secret", b'AUTHENTICATE "secret"'),
+    ('pa ss"wo\\rd', b'AUTHENTICATE "pa ss\\"wo\\\\rd"'),
+    ("", b'AUTHENTICATE ""'),
+    ("caf\u00e9", 'AUTHENTICATE "caf\u00e9"'.encode()),
+])
+def test_hashedpassword(password, wire):
+    controller, fake = run([(b"PROTOCOLINFO", protocolinfo(b"HASHEDPASSWORD")), (b"AUTHENTICATE", OK)],
+                           password=password)
+    assert controller.auth_method == "HASHEDPASSWORD"
+    assert fake.received[1] == wire
+
+
+def test_password_preferred_over_cookies_when_given(cookie_file):
+    controller, fake = run([(b"PROTOCOLINFO", protocolinfo(b"COOKIE,SAFECOOKIE,HASHEDPASSWORD",
+                                                           b'"%s"' % str(cookie_file).encode())),
+                            (b"AUTHENTICATE", OK)], password="secret")
+    assert controller.auth_method == "HASHEDPASSWORD"
+    assert fake.received[1] == b'AUTHENTICATE "secret"'
+
+
+def test_password_required_but_not_given():
+    text, received = expect_failure([(b"PROTOCOLINFO", protocolinfo(b"HASHEDPASSWORD"))])
+    assert text == "tor requires a password (it offers HASHEDPASSWORD); set control_password"
+    assert received == [b"PROTOCOLINFO 1"]
+
+
+def test_wrong_password():
+    answer = b"515 Authentication failed: Password did not match HashedControlPassword value from configuration\r\n"
+    text, received = expect_failure([(b"PROTOCOLINFO", protocolinfo(b"HASHEDPASSWORD")), (b"AUTHENTICATE", answer)],
+                                    password="not the password")
+    assert text.startswith("tor refused authentication: 515 Authentication failed: Password did not match")
+    assert "not the password" not in text
+    assert b"QUIT" not in received                 # tor closes after a failed AUTHENTICATE; so do we
+
+
+@pytest.mark.parametrize("password", ["a\r\nSIGNAL SHUTDOWN", "a\nb", "a\rb", "nul\x00"])
+def test_unsafe_password_is_never_sent(password):
+    text, received = expect_failure([(b"PROTOCOLINFO", protocolinfo(b"HASHEDPASSWORD")), (b"AUTHENTICATE", OK)],
+                                    cls=UnsafeValue, password=password)
+    assert text.startswith("control_password contains")
+    assert password not in text
+    assert received == [b"PROTOCOLINFO 1"]
+
+
+@pytest.mark.parametrize("methods, offered", [
+    (b"FOO,BAR", "FOO, BAR"),
+    (b"", "nothing"),
+    (b"HASHEDPASSWORD2", "HASHEDPASSWORD2"),
+])
+def test_unknown_methods(methods, offered):
+    text, received = expect_failure([(b"PROTOCOLINFO", protocolinfo(methods))], password="secret")
+    assert text == "tor offers no authentication method we support (it offers %s)" % offered
+    assert received == [b"PROTOCOLINFO 1"]
+
+
+# -- cookies --------------------------------------------------------------------------------
+
+def test_cookie(cookie_file):
+    controller, fake = run([(b"PROTOCOLINFO", protocolinfo(b"COOKIE", b'"%s"' % str(cookie_file).encode())),
+                            (b"AUTHENTICATE", OK)])
+    assert controller.auth_method == "COOKIE"
+    assert fake.received[1] == b"AUTHENTICATE " + binascii.hexlify(COOKIE)
+
+
+def test_cookiefile_with_escapes(tmp_path):
+    directory = tmp_path / 'caf\u00e9 "dir"\\x'
+    directory.mkdir()
+    (directory / "cookie").write_bytes(COOKIE)
+    escaped = str(tmp_path).encode() + b'/caf\\303\\251 \\"dir\\"\\\\x/cookie'
+    controller, fake = run([(b"PROTOCOLINFO", protocolinfo(b"COOKIE", b'"' + escaped + b'"')),
+                            (b"AUTHENTICATE", OK)])
+    assert controller.protocol_info.cookie_file == str(directory / "cookie")
+    assert fake.received[1] == b"AUTHENTICATE " + binascii.hexlify(COOKIE)
+
+
+def test_cookie_path_overrides_cookiefile(cookie_file):
+    controller, fake = run([(b"PROTOCOLINFO", protocolinfo(b"COOKIE", b'"/nonexistent/cookie"')),
+                            (b"AUTHENTICATE", OK)], cookie_path=str(cookie_file))
+    assert controller.auth_method == "COOKIE"
+    assert fake.received[1] == b"AUTHENTICATE " + binascii.hexlify(COOKIE)
+
+
+@pytest.mark.parametrize("length", [0, 16, 31, 33, 64])
+def test_cookie_file_wrong_length(tmp_path, length):
+    path = tmp_path / "cookie"
+    path.write_bytes(os.urandom(length))
+    text, received = expect_failure([(b"PROTOCOLINFO", protocolinfo(b"COOKIE,SAFECOOKIE",
+                                                                    b'"%s"' % str(path).encode()))])
+    assert text == "authentication cookie %s is not 32 bytes long; it is not a tor cookie" % path
+    assert received == [b"PROTOCOLINFO 1"]
+
+
+def test_cookie_file_missing(tmp_path):
+    path = tmp_path / "missing"
+    text, received = expect_failure([(b"PROTOCOLINFO", protocolinfo(b"COOKIE,SAFECOOKIE",
+                                                                    b'"%s"' % str(path).encode()))])
+    assert text.startswith("cannot read tor's authentication cookie %s: No such file" % path)
+    assert "set cookie_path" in text
+    assert received == [b"PROTOCOLINFO 1"]
+
+
+def test_cookie_file_missing_but_password_possible(tmp_path):
+    path = tmp_path / "missing"
+    text, _received = expect_failure([(b"PROTOCOLINFO", protocolinfo(b"COOKIE,SAFECOOKIE,HASHEDPASSWORD",
+                                                                     b'"%s"' % str(path).encode()))])
+    assert text.endswith("; tor also accepts a password: set control_password")
+
+
+def test_cookie_offered_without_a_file():
+    text, received = expect_failure([(b"PROTOCOLINFO", protocolinfo(b"COOKIE,SAFECOOKIE"))])
+    assert text == ("tor offers cookie authentication (COOKIE, SAFECOOKIE) but names no cookie file; "
+                    "set cookie_path")
+    assert received == [b"PROTOCOLINFO 1"]
+
+
+def test_cookie_rejected_by_tor(cookie_file):
+    text, _received = expect_failure([
+        (b"PROTOCOLINFO", protocolinfo(b"COOKIE", b'"%s"' % str(cookie_file).encode())),
+        (b"AUTHENTICATE", b"515 Authentication failed: Authentication cookie did not match expected value.\r\n")])
+    assert text.startswith("tor refused authentication: 515 Authentication failed: Authentication cookie")
+    assert binascii.hexlify(COOKIE).decode() not in text.lower()
+
+
+# -- SAFECOOKIE -----------------------------------------------------------------------------
+
+def safecookie_script(cookie_path, answer, then=OK):
+    return [(b"PROTOCOLINFO", protocolinfo(b"COOKIE,SAFECOOKIE", b'"%s"' % str(cookie_path).encode())),
+            (b"AUTHCHALLENGE", answer), (b"AUTHENTICATE", then)]
+
+
+def test_safecookie(cookie_file):
+    controller, fake = run(safecookie_script(cookie_file, challenge_reply()))
+    assert controller.auth_method == "SAFECOOKIE"
+    nonce = challenge(fake.received[1])
+    expected = b"AUTHENTICATE " + binascii.hexlify(client_hash(COOKIE, nonce, SERVER_NONCE))
+    assert fake.received[2].lower() == expected.lower()
+
+
+def test_safecookie_nonce_is_fresh(cookie_file):
+    nonces = set()
+    for _ in range(3):
+        _controller, fake = run(safecookie_script(cookie_file, challenge_reply()))
+        nonces.add(challenge(fake.received[1]))
+    assert len(nonces) == 3
+
+
+@pytest.mark.parametrize("answer", [
+    challenge_reply(tamper=True),                          # one bit off
+    challenge_reply(cookie=bytes(32)),                     # a peer with another cookie (stale, or not our tor)
+    challenge_reply(cookie=COOKIE[::-1]),
+])
+def test_safecookie_wrong_server_hash_is_refused(cookie_file, answer):
+    text, received = expect_failure(safecookie_script(cookie_file, answer))
+    assert "SAFECOOKIE: the server's hash does not match our cookie" in text
+    assert "refusing to authenticate" in text
+    # our hash (which would prove we know the cookie) was never sent, nor anything else
+    assert len(received) == 2 and received[1].startswith(b"AUTHCHALLENGE SAFECOOKIE ")
+    assert not any(line.startswith(b"AUTHENTICATE") for line in received)
+
+
+def test_safecookie_compares_in_constant_time(cookie_file, monkeypatch):
+    calls = []
+    real = hmac.compare_digest
+
+    def spy(a, b):
+        calls.append((a, b))
+        return real(a, b)
+
+    monkeypatch.setattr(auth.hmac, "compare_digest", spy)
+    controller, _fake = run(safecookie_script(cookie_file, challenge_reply()))
+    assert controller.auth_method == "SAFECOOKIE" and len(calls) == 1
+
+
+def _hexs(n):
+    return binascii.hexlify(bytes(range(n))).upper()
+
+
+@pytest.mark.parametrize("answer", [
+    b"250 AUTHCHALLENGE SERVERNONCE=%s\r\n" % _hexs(32),                               # no SERVERHASH
+    b"250 AUTHCHALLENGE SERVERHASH=%s\r\n" % _hexs(32),                                # no SERVERNONCE
+    b"250 AUTHCHALLENGE SERVERHASH=%s SERVERNONCE=%s\r\n" % (b"ZZ" * 32, _hexs(32)),   # not hex
+    b"250 AUTHCHALLENGE SERVERHASH=%s SERVERNONCE=%s\r\n" % (_hexs(32)[:-1], _hexs(32)),  # odd length
+    b"250 AUTHCHALLENGE SERVERHASH=%s SERVERNONCE=%s\r\n" % (_hexs(16), _hexs(32)),    # short hash
+    b"250 AUTHCHALLENGE SERVERHASH=%s SERVERNONCE=%s\r\n" % (_hexs(32), _hexs(8)),     # short nonce
+    b"250 AUTHCHALLENGE SERVERHASH=%s SERVERNONCE=%s\r\n" % (_hexs(33), _hexs(32)),    # long hash
+    b"250 CHALLENGE SERVERHASH=%s SERVERNONCE=%s\r\n" % (_hexs(32), _hexs(32)),        # wrong keyword
+    b"250 OK\r\n",
+])
+def test_malformed_authchallenge(cookie_file, answer):
+    text, received = expect_failure(safecookie_script(cookie_file, answer), cls=ProtocolError)
+    assert text == "malformed AUTHCHALLENGE reply"
+    assert not any(line.startswith(b"AUTHENTICATE") for line in received)
+
+
+def test_authchallenge_refused(cookie_file):
+    text, received = expect_failure(safecookie_script(
+        cookie_file, b"513 Invalid base16 client nonce\r\n"))
+    assert text == "tor refused the SAFECOOKIE challenge: 513 Invalid base16 client nonce"
+    assert len(received) == 2
+
+
+def test_safecookie_authenticate_refused(cookie_file):
+    text, _received = expect_failure(safecookie_script(
+        cookie_file, challenge_reply(), then=b"515 Authentication failed: Safe cookie response did not match.\r\n"))
+    assert text.startswith("tor refused authentication: 515 Authentication failed")
+
+
+def test_safecookie_hashes_match_the_spec():
+    nonce = os.urandom(32)
+    assert auth.safecookie_hashes(COOKIE, nonce, SERVER_NONCE) == (server_hash(COOKIE, nonce, SERVER_NONCE),
+                                                                   client_hash(COOKIE, nonce, SERVER_NONCE))
