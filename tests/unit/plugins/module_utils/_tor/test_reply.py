@@ -324,3 +324,15 @@ def test_check_value_message_names_the_character(value, what):
         check_value(value, "value of ContactInfo")
     assert str(info.value).startswith("value of ContactInfo contains %s" % what)
     assert isinstance(info.value, ValueError)
+
+
+@pytest.mark.parametrize("lines, items", [
+    # GETINFO values are tor's text as is: a list of quoted strings stays a list
+    ([("250", "-", 'net/listeners/control="127.0.0.1:9051" "unix:/run/tor/control"'), ("250", " ", "OK")],
+     [("net/listeners/control", '"127.0.0.1:9051" "unix:/run/tor/control"')]),
+    ([("250", "-", 'net/listeners/socks="127.0.0.1:9050"'), ("250", " ", "OK")],
+     [("net/listeners/socks", '"127.0.0.1:9050"')]),
+    ([("250", "-", 'status/x="unterminated'), ("250", " ", "OK")], [("status/x", '"unterminated')]),
+])
+def test_parse_key_values_raw(lines, items):
+    assert parse_key_values(reply(*lines), unquote_values=False) == items
