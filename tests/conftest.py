@@ -34,3 +34,4 @@ os.environ["ANSIBLE_COLLECTIONS_PATH"] = str(COLLECTIONS)
 sys.path.insert(0, str(REPO / "tests"))
 
 from harness.tor_fixtures import *  # noqa: E402,F401,F403  (fixtures)
+from harness.fixtures import *  # noqa: E402,F401,F403  (privnet, hostbed)
