@@ -3,10 +3,11 @@
 # range (meta/runtime.yml: >=2.17.0):
 #   - newest: the ansible-core of .venv (requirements-dev.txt; 2.19.x is the newest for Python 3.11),
 #     every sanity test, controller and target side on Python 3.11;
-#   - oldest: a pinned 2.17.x in .build/venv-2.17 (tests/utils/requirements-ansible-2.17.txt), used
+#   - oldest: a pinned 2.17.x in .build/venv-2.17 (tests/utils/oldest-venv.sh), used
 #     only for ansible-test, every sanity test too (see SANITY_OLDEST_TESTS to narrow it).
 # Target-side tests (compile, import) also run on every further CPython 3.x interpreter found on
-# the machine within modules.python_requires of tests/config.yml (none on a plain Debian machine).
+# the machine (on PATH or in pyenv; none on a plain Debian machine) that the ansible-test supports
+# for targets: 3.8-3.13 with the newest, then only what the oldest adds (3.7).
 #
 # ansible-test must run inside .../ansible_collections/onionlab/tor: the content of the collection
 # artifact (see stage_collection) is unpacked into a temp tree of that shape.
@@ -18,27 +19,12 @@
 set -euo pipefail
 cd "$ONIONLAB_ROOT"
 
-OLDEST_REQ=tests/utils/requirements-ansible-2.17.txt
-OLDEST_VENV=.build/venv-2.17
 CONTROLLER_PYTHON=3.11
 LOG_DIR=.build/sanity
 PYTHONS_DIR=.build/pythons
 mkdir -p "$LOG_DIR"
 
 log() { printf '\n-- %s\n' "$*"; }
-
-# ensure_oldest_venv: .build/venv-2.17 with the pinned ansible-core, remade when the pin changes.
-ensure_oldest_venv() {
-    local stamp="$OLDEST_VENV/.requirements.sha256" want
-    want=$(sha256sum < "$OLDEST_REQ" | cut -d' ' -f1)
-    if [ ! -x "$OLDEST_VENV/bin/ansible-test" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-        log "creating $OLDEST_VENV from $OLDEST_REQ"
-        rm -rf "$OLDEST_VENV"
-        python3 -m venv "$OLDEST_VENV"
-        "$OLDEST_VENV/bin/python" -m pip install -q --disable-pip-version-check -r "$OLDEST_REQ"
-        echo "$want" > "$stamp"
-    fi
-}
 
 # place_get_pip PYTHON: put the stand-in where that ansible-test looks for its pinned pip's script.
 place_get_pip() {
@@ -74,12 +60,16 @@ extra_target_pythons() {
 import glob, os, shutil, subprocess, sys
 from ansible_test._internal.constants import SUPPORTED_PYTHON_VERSIONS
 controller = sys.argv[1]
+pyenv_root = os.environ.get('PYENV_ROOT')
+if not pyenv_root and shutil.which('pyenv'):
+    pyenv_root = subprocess.run(['pyenv', 'root'], capture_output=True, text=True).stdout.strip()
+pyenv_root = pyenv_root or os.path.expanduser('~/.pyenv')
 for version in SUPPORTED_PYTHON_VERSIONS:
     if version == controller or tuple(map(int, version.split('.'))) < (3, 7):
         continue
     # On PATH, else pyenv's own install (its shims answer only for the selected version).
     path = shutil.which('python' + version)
-    pyenv = sorted(glob.glob(os.path.expanduser('~/.pyenv/versions/%s.*/bin/python%s' % (version, version))))
+    pyenv = sorted(glob.glob('%s/versions/%s.*/bin/python%s' % (pyenv_root, version, version)))
     candidates = [p for p in [path] + pyenv[-1:] if p]
     for path in candidates:
         try:
@@ -94,13 +84,14 @@ EOF
 }
 
 failures=()
+CHECKED_PYTHONS="$CONTROLLER_PYTHON"
 
 # run_sanity LABEL VENV_BIN [ansible-test args...]
 run_sanity() {
     local label="$1" bin="$2"; shift 2
     local logfile="$LOG_DIR/$label.log" rc=0 start
     start=$(date +%s)
-    log "ansible-test sanity, $label: $("$bin/ansible" --version | head -1) $*"
+    log "ansible-test sanity, $label: ansible-core $("$bin/python" -c 'from ansible.release import __version__ as v; print(v)') $*"
     ( cd "$STAGED" && PATH="$bin:$PATH" ansible-test sanity --color no --python "$CONTROLLER_PYTHON" "$@" ) 2>&1 \
         | tee "$logfile" || rc=$?
     log "$label: exit $rc in $(( $(date +%s) - start ))s (log: $logfile)"
@@ -113,6 +104,9 @@ run_target_pythons() {
     local label="$1" bin="$2" entry version interp
     for entry in $(extra_target_pythons "$bin/python"); do
         version=${entry%%=*}; interp=${entry#*=}
+        # A target Python already checked by the newest ansible-test is not checked again.
+        case " $CHECKED_PYTHONS " in *" $version "*) continue ;; esac
+        CHECKED_PYTHONS+=" $version"
         local logfile="$LOG_DIR/$label-py$version.log" rc=0
         # ansible-test also looks pythonX.Y up on PATH: let that find the real interpreter.
         mkdir -p "$PYTHONS_DIR"
@@ -138,12 +132,12 @@ if [ -z "$only" ] || [ "$only" = newest ]; then
     run_target_pythons newest "$ONIONLAB_ROOT/.venv/bin"
 fi
 if [ -z "$only" ] || [ "$only" = oldest ]; then
-    ensure_oldest_venv
-    place_get_pip "$ONIONLAB_ROOT/$OLDEST_VENV/bin/python"
+    oldest_bin=$(bash tests/utils/oldest-venv.sh)
+    place_get_pip "$oldest_bin/python"
     oldest_tests=()
     for t in ${SANITY_OLDEST_TESTS:-}; do oldest_tests+=(--test "$t"); done
-    run_sanity oldest "$ONIONLAB_ROOT/$OLDEST_VENV/bin" "${oldest_tests[@]}" "${extra_args[@]}"
-    run_target_pythons oldest "$ONIONLAB_ROOT/$OLDEST_VENV/bin"
+    run_sanity oldest "$oldest_bin" "${oldest_tests[@]}" "${extra_args[@]}"
+    run_target_pythons oldest "$oldest_bin"
 fi
 
 if [ ${#failures[@]} -gt 0 ]; then
