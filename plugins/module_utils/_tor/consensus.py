@@ -91,14 +91,16 @@ _R_TAIL = " %s %s (%s) (%s) (%s)\n" % (_DATE, _TIME, _IPV4, _PORT, _PORT0)
 _ALINE = "a (?:\\[%s\\]|%s):%s\n" % (_IPV6, _IPV4, _PORT)
 _ROUTER_TAIL = (
     "s((?:[ ][^\n]*)?)\n"
-    "(?:v ([^\n]+)\n)?"
-    "(?:pr ([^\n]+)\n)?"
+    "(?:v( [^\n]*)\n)?"
+    "(?:pr( [^\n]*)\n)?"
     "(?:w Bandwidth=([0-9]+)( Unmeasured=1)?\n)?"
 )
 _NEXT = "(?=r[ \t\n]|\\Z)"
+# v / pr / p values are captured with their leading space, so that a present but empty line
+# (tor writes "pr " for a relay that lists no protocols) differs from an absent one ('' / None)
 # groups: nick ident digest date time address orport dirport alines s v pr bw unmeasured p
 _NS_ENTRY = ("r " + _NICK + " (" + _B64 + "{27}) (" + _B64 + "{27})" + _R_TAIL
-             + "((?:" + _ALINE + ")*)" + _ROUTER_TAIL + "(?:p ([^\n]+)\n)?" + _NEXT)
+             + "((?:" + _ALINE + ")*)" + _ROUTER_TAIL + "(?:p( [^\n]*)\n)?" + _NEXT)
 # groups: nick ident date time address orport dirport alines mdigest s v pr bw unmeasured
 _MD_ENTRY = ("r " + _NICK + " (" + _B64 + "{27})" + _R_TAIL
              + "((?:" + _ALINE + ")*)m (" + _B64 + "{43})\n" + _ROUTER_TAIL + _NEXT)
