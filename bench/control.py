@@ -11,9 +11,10 @@ each variant does N round trips per round, the best round counts (the least dist
 other load on the machine). Per-call median and mean in microseconds; ratio = variant's
 median / our client's median for the same operation (stem: > 1 means we are faster).
 
-stem's authenticate() also reads __OwningControllerProcess (one more round trip): that is
-part of its connect time, as it is of every stem user's. stem caches some GETINFO answers ('version' among them): its get_info variant runs with
+stem caches some GETINFO answers ('version' among them): its get_info variant runs with
 set_caching(False), so that every call is a round trip to tor; msg() is stem's raw variant.
+stem's authenticate() also reads __OwningControllerProcess (one more round trip): that is
+part of its connect time, as it is of every stem user's.
 """
 
 import argparse

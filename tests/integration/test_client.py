@@ -4,6 +4,7 @@
 
 import base64
 import os
+import time
 
 import pytest
 
@@ -42,6 +43,14 @@ def assert_alive(instance, **kwargs):
     assert instance.proc.poll() is None
     with connect(port=instance.control_port, timeout=5, **kwargs) as tor:
         assert tor.get_info("version")["version"]
+
+
+def wait_for(condition, what, timeout=10):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for %s" % what)
+        time.sleep(0.01)
 
 
 TRANSPORTS = ["port", "socket"]
@@ -117,7 +126,7 @@ def test_stale_cookie_from_a_restarted_tor(tor, tmp_path):
     stale = tmp_path / "stale_cookie"
     stale.write_bytes(open(tor.cookie_path, "rb").read())
     tor.restart()
-    assert open(tor.cookie_path, "rb").read() != stale.read_bytes()
+    wait_for(lambda: open(tor.cookie_path, "rb").read() != stale.read_bytes(), "tor to write a new cookie")
     with pytest.raises(AuthenticationFailed, match="SAFECOOKIE: the server's hash does not match our cookie"):
         connect(port=tor.control_port, cookie_path=str(stale), timeout=5)
     # COOKIE sends the cookie itself: tor is the one to refuse it

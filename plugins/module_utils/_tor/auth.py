@@ -87,9 +87,10 @@ def read_cookie(path):
     try:
         with open(path, "rb") as handle:
             cookie = handle.read(COOKIE_LENGTH + 1)
-    except OSError as exc:
+    except (OSError, ValueError) as exc:   # ValueError: a path with a NUL byte
+        reason = getattr(exc, "strerror", None) or exc
         raise AuthenticationFailed("cannot read tor's authentication cookie %s: %s (run as a user in "
-                                   "tor's group, or set cookie_path)" % (path, exc.strerror or exc))
+                                   "tor's group, or set cookie_path)" % (path, reason))
     if len(cookie) != COOKIE_LENGTH:
         raise AuthenticationFailed("authentication cookie %s is not %d bytes long; it is not a tor cookie"
                                    % (path, COOKIE_LENGTH))

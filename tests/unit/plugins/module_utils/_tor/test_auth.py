@@ -244,6 +244,16 @@ def test_cookie_file_missing(tmp_path):
     assert received == [b"PROTOCOLINFO 1"]
 
 
+@pytest.mark.parametrize("name, reason", [("dir-not-file", "Is a directory"), ("nul\x00byte", "embedded null")])
+def test_cookie_path_unreadable(tmp_path, name, reason):
+    path = tmp_path / "dir-not-file"
+    path.mkdir()
+    text, received = expect_failure([(b"PROTOCOLINFO", protocolinfo(b"COOKIE,SAFECOOKIE"))],
+                                    cookie_path=str(tmp_path / name))
+    assert text.startswith("cannot read tor's authentication cookie ") and reason in text
+    assert received == [b"PROTOCOLINFO 1"]
+
+
 def test_cookie_file_missing_but_password_possible(tmp_path):
     path = tmp_path / "missing"
     text, _received = expect_failure([(b"PROTOCOLINFO", protocolinfo(b"COOKIE,SAFECOOKIE,HASHEDPASSWORD",
