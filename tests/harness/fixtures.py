@@ -1,7 +1,7 @@
 # Copyright (c) 2026, onionlab.tor contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""pytest fixtures and helpers for the two test beds (register with
-``pytest_plugins = ["harness.fixtures"]``).
+"""pytest fixtures and helpers for the two test beds (registered by
+tests/conftest.py: ``from harness.fixtures import *``).
 
 Fixtures (session scoped; each starts its bed once and stops it at the end,
 also when tests fail):
@@ -41,6 +41,10 @@ from harness import hosts as _hosts
 from harness import privnet as _privnet
 
 BIN = os.path.dirname(sys.executable)
+
+# What `from harness.fixtures import *` (tests/conftest.py) registers; the
+# helpers are imported by name where needed.
+__all__ = ['privnet', 'hostbed', 'http_backend']
 
 
 def _say(msg):

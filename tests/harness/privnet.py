@@ -45,6 +45,7 @@ CLI::
     python tests/harness/privnet.py env    --dir DIR [--format sh|json|torrc]
     python tests/harness/privnet.py status --dir DIR
     python tests/harness/privnet.py stop   --dir DIR
+    python tests/harness/privnet.py cleanup [--all]   # networks start left behind
 
 ``start`` returns once the network is ready and prints ``export PRIVNET_...``
 lines (``env`` prints them again).  ``env --format torrc`` prints the torrc
@@ -56,6 +57,8 @@ temporary directory and ``stop`` removes it.
 from __future__ import annotations
 
 import argparse
+import glob
+import hashlib
 import json
 import os
 import shutil
@@ -99,6 +102,19 @@ class PrivNetError(RuntimeError):
 
 def log(msg):
     print('[privnet %7.2f] %s' % (time.monotonic() % 10000, msg), file=sys.stderr, flush=True)
+
+
+def cache_dir():
+    """~/.cache/onionlab (or $ONIONLAB_CACHE): the harnesses' registries and caches."""
+    d = os.environ.get('ONIONLAB_CACHE') or os.path.join(os.path.expanduser('~'), '.cache', 'onionlab')
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def _registry_entry(d):
+    reg = os.path.join(cache_dir(), 'privnets')
+    os.makedirs(reg, exist_ok=True)
+    return os.path.join(reg, 'privnet-%s.json' % hashlib.sha256(d.encode()).hexdigest()[:12])
 
 
 def free_ports(n, host='127.0.0.1'):
@@ -723,6 +739,8 @@ def cmd_start(args):
         cmd.append('--no-onion')
     if created:
         cmd.append('--created-dir')
+    with open(_registry_entry(d), 'w') as f:  # for `cleanup`
+        json.dump({'dir': d}, f)
     with open(os.path.join(d, 'supervisor.log'), 'ab') as logf:
         sup = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=logf,
                                start_new_session=True, close_fds=True)
@@ -744,18 +762,17 @@ def cmd_start(args):
     return 0
 
 
-def cmd_stop(args):
-    d = os.path.abspath(args.dir)
+def stop_dir(d, grace=5.0):
+    """Stop the CLI network of directory d: its supervisor, then any tor left (by PID)."""
     state = read_state(d)
     if not state:
-        print('no privnet state in %s' % d, file=sys.stderr)
-        return 1
+        return False
     pid, st = state.get('supervisor_pid'), state.get('supervisor_starttime')
     if pid:
-        kill_pids([(pid, st)], grace=args.grace + 5)
+        kill_pids([(pid, st)], grace=grace + 5)
     # Safety net: tors whose supervisor died without stopping them.
     tors = [(n['pid'], n['starttime']) for n in state.get('nodes', []) if n.get('pid')]
-    left = kill_pids(tors, grace=args.grace)
+    left = kill_pids(tors, grace=grace)
     t0 = time.monotonic()
     while any(pid_alive(p, s) for p, s in tors) and time.monotonic() - t0 < 5:
         time.sleep(0.1)
@@ -763,7 +780,43 @@ def cmd_stop(args):
         print('SIGKILLed %s' % left, file=sys.stderr)
     if state.get('created_dir'):
         shutil.rmtree(d, ignore_errors=True)
+    try:
+        os.unlink(_registry_entry(d))
+    except FileNotFoundError:
+        pass
+    return True
+
+
+def cmd_stop(args):
+    d = os.path.abspath(args.dir)
+    if not stop_dir(d, args.grace):
+        print('no privnet state in %s' % d, file=sys.stderr)
+        return 1
     print('privnet stopped')
+    return 0
+
+
+def cmd_cleanup(args):
+    """Stop networks started by `start` and never stopped: those whose
+    supervisor is gone always, running ones only with --all."""
+    n = 0
+    for reg in sorted(glob.glob(os.path.join(cache_dir(), 'privnets', 'privnet-*.json'))):
+        try:
+            with open(reg) as f:
+                d = json.load(f)['dir']
+        except (OSError, ValueError, KeyError):
+            os.unlink(reg)
+            continue
+        state = read_state(d)
+        if state and not args.all and state.get('status') != 'stopped' and \
+                pid_alive(state.get('supervisor_pid') or 0, state.get('supervisor_starttime')):
+            print('privnet in %s is running (supervisor %s); use stop --dir or cleanup --all'
+                  % (d, state.get('supervisor_pid')))
+            continue
+        if not stop_dir(d):
+            os.unlink(reg)
+        n += 1
+    print('cleaned up %d privnet(s)' % n)
     return 0
 
 
@@ -817,12 +870,14 @@ def main(argv=None):
     s.add_argument('--grace', type=float, default=5.0)
     s = sub.add_parser('status')
     s.add_argument('--dir', required=True)
+    s = sub.add_parser('cleanup', help='stop networks left behind by start (see --all)')
+    s.add_argument('--all', action='store_true', help='also the ones still running')
     s = sub.add_parser('env')
     s.add_argument('--dir', required=True)
     s.add_argument('--format', choices=('sh', 'json', 'torrc'), default='sh')
     args = p.parse_args(argv)
     return {'start': cmd_start, '_supervise': cmd_supervise, 'stop': cmd_stop,
-            'status': cmd_status, 'env': cmd_env}[args.cmd](args)
+            'status': cmd_status, 'env': cmd_env, 'cleanup': cmd_cleanup}[args.cmd](args)
 
 
 if __name__ == '__main__':

@@ -125,6 +125,19 @@ def test_up_down_leaves_nothing(tmp_path):
     assert not hb._mounts_under(bed.base_dir)
 
 
+def test_failed_up_tears_down():
+    """When the hosts do not come up in time, up() stops what it started before raising."""
+    if os.geteuid() != 0:
+        pytest.skip('needs root')
+    bed = hb.HostBed(n=1, boot_timeout=0.01)
+    with pytest.raises(RuntimeError, match='did not come up'):
+        bed.up()
+    h = bed.hosts[0]
+    assert h['pid'] and not pn.pid_alive(h['pid'], h['starttime'])
+    assert not os.path.exists(bed.base_dir)
+    assert not os.path.exists(bed.registry)
+
+
 def test_cleanup_finds_leftovers_by_state_file(tmp_path):
     """A bed whose owner was SIGKILLed is found by `cleanup` through its state file and torn down."""
     if os.geteuid() != 0:
