@@ -448,10 +448,15 @@ def _decode_object(obj, lineno):
 # --------------------------------------------------------------------------- document
 
 class _Doc(object):
-    """Parsing state for one document."""
+    """Parsing state for one document.
+
+    Bytes input is decoded piece by piece (the preamble, each chunk of router entries, the
+    footer) rather than as a whole, so the document's text is not held twice; ``text`` (the
+    whole document as str) is decoded only when a slow path or an error message needs it.
+    """
 
     def __init__(self, text, raw):
-        self.text = text
+        self._text = text
         self.raw = raw
         self.is_vote = False
         self.microdesc = False
@@ -462,24 +467,57 @@ class _Doc(object):
         self.method = 1
         self.methods = []
 
+    @property
+    def text(self):
+        if self._text is None:
+            self._text = _decode(self.raw, 0, len(self.raw))
+        return self._text
+
+    def piece(self, start, end):
+        """text[start:end] without decoding the whole document."""
+        if self._text is not None:
+            return self._text[start:end]
+        return _decode(self.raw, start, end)
+
+    def find(self, needle, start, end=None):
+        src = self._text if self._text is not None else self.raw
+        if src is self.raw:
+            needle = needle.encode("ascii")
+        return src.find(needle, start, len(src) if end is None else end)
+
+
+def _decode(raw, start, end):
+    try:
+        return raw[start:end].decode("ascii")
+    except UnicodeDecodeError as exc:
+        at = start + exc.start
+        raise ConsensusError("non-ASCII byte 0x%02x (network-status documents are ASCII)" % raw[at],
+                             raw.count(b"\n", 0, at) + 1)
+
 
 def _prepare(text_or_bytes):
-    """-> (text, raw bytes or None, offset of the first document line, its line number)."""
-    raw = None
+    """-> (doc, offset of the first document line, its line number)."""
     if isinstance(text_or_bytes, (bytes, bytearray, memoryview)):
         raw = bytes(text_or_bytes)
-        try:
-            text = raw.decode("ascii")
-        except UnicodeDecodeError as exc:
-            line = raw.count(b"\n", 0, exc.start) + 1
-            raise ConsensusError("non-ASCII byte 0x%02x (network-status documents are ASCII)"
-                                 % raw[exc.start], line)
+        # the preamble (header and authorities) ends before the first router or footer line
+        cut = raw.find(b"\nr ")
+        if cut < 0:
+            cut = len(raw)
+        footer = raw.find(b"\ndirectory-", 0, cut)
+        if footer >= 0:
+            cut = footer
+        cut += 64  # and a little of the line there, to recognise it
+        doc = _Doc(None, raw)
+        text = _decode(raw, 0, cut)
+        doc.prefix = text
     elif isinstance(text_or_bytes, str):
         text = text_or_bytes
         if not text.isascii():
             pos = re.search(r"[^\x00-\x7f]", text).start()
             raise ConsensusError("non-ASCII character %r (network-status documents are ASCII)"
                                  % text[pos], text.count("\n", 0, pos) + 1)
+        doc = _Doc(text, None)
+        doc.prefix = text
     else:
         raise TypeError("consensus must be str or bytes, not %s" % type(text_or_bytes).__name__)
     pos = 0
@@ -491,7 +529,7 @@ def _prepare(text_or_bytes):
         lineno += 1
     if not text.startswith("network-status-version", pos):
         raise ConsensusError("a network-status document starts with 'network-status-version'", lineno)
-    return text, raw, pos, lineno
+    return doc, pos, lineno
 
 
 def _preamble_end(text, pos, lineno):
@@ -516,16 +554,15 @@ def _footer_keyword_at(text, pos):
     return keyword in ("directory-footer", "directory-signature")
 
 
-def _find_footer(text, pos):
-    """Offset of the first footer line at or after pos (len(text) if none)."""
-    if text.startswith("directory-", pos) and _footer_keyword_at(text, pos):
-        return pos
+def _find_footer(doc, pos):
+    """Offset of the first footer line at or after pos (the document's end if none)."""
+    size = len(doc.raw) if doc.raw is not None else len(doc.text)
     while True:
-        hit = text.find("\ndirectory-", pos)
+        if doc.piece(pos, pos + 10) == "directory-" and _footer_keyword_at(doc.piece(pos, pos + 25), 0):
+            return pos
+        hit = doc.find("\ndirectory-", pos)
         if hit < 0:
-            return len(text)
-        if _footer_keyword_at(text, hit + 1):
-            return hit + 1
+            return size
         pos = hit + 1
 
 
@@ -806,7 +843,7 @@ def _dir_source(args):
 
 # --------------------------------------------------------------------------- footer
 
-def _parse_footer_items(doc, items):
+def _parse_footer_items(doc, items, offset):
     footer = doc.footer
     if not items:
         raise ConsensusError("the document has no 'directory-signature'", None)
@@ -842,7 +879,7 @@ def _parse_footer_items(doc, items):
                 raise ConsensusError("%s: %s" % (keyword, exc), lineno)
         elif keyword == "directory-signature":
             if not in_signatures:
-                doc.signed_end = start + len("directory-signature ")
+                doc.signed_end = offset + start + len("directory-signature ")
             in_signatures = True
             doc.signatures.append(_signature(args, obj, lineno))
     if not doc.signatures:
@@ -949,16 +986,15 @@ def _routers_bulk(doc, st, start):
     the canonical pattern does not cover (or any invalid value) is redone entry by entry by
     _routers_iter(), which reports errors with their line numbers.
     """
-    text = doc.text
     bulk = _MD_BULK if doc.microdesc else _NS_BULK
     cs = start
     while True:
-        nxt = text.find("\nr ", cs + _CHUNK)
+        nxt = doc.find("\nr ", cs + _CHUNK)
         if nxt < 0:
-            ce = _find_footer(text, cs)
+            ce = _find_footer(doc, cs)
         else:
             ce = nxt + 1
-        if cs < ce and not _bulk_chunk(doc, st, bulk.findall(text, cs, ce)):
+        if cs < ce and not _bulk_chunk(doc, st, bulk.findall(doc.piece(cs, ce))):
             _routers_iter(doc, st, cs, ce)
         if nxt < 0:
             return ce
@@ -1415,36 +1451,42 @@ def _vote_m_line(value):
 
 def _parse(text_or_bytes, routers=True, flags=None, fingerprints=None, nicknames=None,
            min_bandwidth=None, limit=None, summary_only=False, fields=None, _mode=None):
-    text, raw, pos, lineno = _prepare(text_or_bytes)
-    doc = _Doc(text, raw)
+    doc, pos, lineno = _prepare(text_or_bytes)
     doc.doc_start = pos
     doc.signed_end = None
-    router_start, router_line = _preamble_end(text, pos, lineno)
+    prefix = doc.prefix
+    router_start, router_line = _preamble_end(prefix, pos, lineno)
+    if doc.raw is not None and len(prefix) < len(doc.raw) and router_start >= len(prefix):
+        prefix = doc.prefix = doc.text  # an unusual preamble: take the whole document
+        router_start, router_line = _preamble_end(prefix, pos, lineno)
     doc.router_start, doc.router_line = router_start, router_line
     doc.line_mark = (router_start, router_line)
-    pre = _split_lines_items(text, pos, router_start, lineno)
+    pre = _split_lines_items(prefix, pos, router_start, lineno)
     auth_index = len(pre)
     for i, item in enumerate(pre):
         if item[1] == "dir-source":
             auth_index = i
             break
     _parse_header_items(doc, pre[:auth_index])
-    _parse_authority_items(doc, pre[auth_index:], text)
+    _parse_authority_items(doc, pre[auth_index:], prefix)
+    doc.prefix = prefix = pre = None
     _check_filter_args(flags, fingerprints, nicknames, min_bandwidth, limit, fields, doc.microdesc, doc.is_vote)
     st = _Routers(doc, flags, fingerprints, nicknames, min_bandwidth, limit, summary_only)
     st.fields = list(fields) if fields is not None else None
-    if not routers or router_start >= len(text) or not text.startswith("r", router_start):
-        footer_start = _find_footer(text, router_start)
+    size = len(doc.raw) if doc.raw is not None else len(doc.text)
+    if not routers or router_start >= size or doc.piece(router_start, router_start + 1) != "r":
+        footer_start = _find_footer(doc, router_start)
     elif doc.is_vote or _mode == "general":
-        footer_start = _find_footer(text, router_start)
+        footer_start = _find_footer(doc, router_start)
         _routers_general(doc, st, router_start, footer_start)
     elif _mode == "iter":
-        footer_start = _find_footer(text, router_start)
+        footer_start = _find_footer(doc, router_start)
         _routers_iter(doc, st, router_start, footer_start)
     else:
         footer_start = _routers_bulk(doc, st, router_start)
+    footer = doc.piece(footer_start, size)
     try:
-        _parse_footer_items(doc, _split_lines_items(text, footer_start, len(text), 1))
+        _parse_footer_items(doc, _split_lines_items(footer, 0, len(footer), 1), footer_start)
     except ConsensusError as exc:
         base = _line_of(doc, footer_start) if footer_start > router_start else router_line
         raise ConsensusError(exc.reason, None if exc.line is None else exc.line + base - 1)
