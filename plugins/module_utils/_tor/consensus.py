@@ -1511,7 +1511,7 @@ def _check_filter_args(flags, fingerprints, nicknames, min_bandwidth, limit, fie
                              % (", ".join(map(str, unknown)), ", ".join(allowed)))
 
 
-def parse_consensus(text_or_bytes, flags=None, fingerprints=None, nicknames=None, min_bandwidth=None,
+def parse_consensus(text_or_bytes, *, flags=None, fingerprints=None, nicknames=None, min_bandwidth=None,
                     limit=None, fields=None, summary_only=False, now=None, certs=None, authorities=None,
                     _mode=None):
     """Parse and validate a v3 network-status consensus (or vote); returns a JSON-ready dict.
@@ -1611,7 +1611,7 @@ def _summary(doc, st, now):
 
 # --------------------------------------------------------------------------- signatures
 
-def verify_signatures(text_or_bytes, certs_text, now=None, authorities=None):
+def verify_signatures(text_or_bytes, certs_text, *, now=None, authorities=None):
     """Verify a consensus's directory signatures against authority key certificates.
 
     ``certs_text``: a cached-certs file (str or bytes), or a list of certificates already parsed
