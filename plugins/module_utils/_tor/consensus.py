@@ -39,7 +39,6 @@ import binascii
 import calendar
 import hashlib
 import re
-import time
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import dirauths as _dirauths
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import rsa_verify as _rsa
@@ -1082,7 +1081,7 @@ def _bulk_chunk(doc, st, rows):
             return True
         nick, ident, dig, date, tm, addr, orp, dirp, alines, sg, vg, prg, bw, unm = (
             [col[i] for i in sel] for col in (nick, ident, dig, date, tm, addr, orp, dirp, alines,
-                                               sg, vg, prg, bw, unm))
+                                              sg, vg, prg, bw, unm))
         if polg is not None:
             polg = [polg[i] for i in sel]
     ports = st.ports
