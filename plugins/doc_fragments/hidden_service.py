@@ -42,7 +42,7 @@ options:
     description: C(HiddenServiceAllowUnknownPorts), do not close circuits for unconfigured ports.
     type: bool
   num_intro_points:
-    description: C(HiddenServiceNumIntroductionPoints), 1 to 20 (tor's default is 3).
+    description: C(HiddenServiceNumIntroductionPoints), 3 to 20 (tor's default is 3).
     type: int
   version:
     description: The onion-service version; only V(3) exists in current tor.

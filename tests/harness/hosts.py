@@ -68,7 +68,7 @@ try:  # imported as harness.hosts (pytest) or run as a script
 except ImportError:  # pragma: no cover
     import privnet
 
-PACKAGES = ['systemd', 'systemd-sysv', 'dbus', 'openssh-server', 'python3', 'tor', 'iproute2',
+PACKAGES = ['systemd', 'systemd-sysv', 'dbus', 'openssh-server', 'python3', 'python3-apt', 'tor', 'iproute2',
             'ca-certificates']
 # Bump when the base rootfs recipe changes: the cache key includes it.
 RECIPE_VERSION = 1

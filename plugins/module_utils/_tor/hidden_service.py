@@ -170,8 +170,8 @@ def normalize_service(params):
         raise ServiceConfigError("only version 3 onion services are supported (tor removed v2)")
     if not 0 <= service["max_streams"] <= 65535:
         raise ServiceConfigError("max_streams must be between 0 and 65535")
-    if not 1 <= service["num_intro_points"] <= 20:
-        raise ServiceConfigError("num_intro_points must be between 1 and 20")
+    if not 3 <= service["num_intro_points"] <= 20:
+        raise ServiceConfigError("num_intro_points must be between 3 and 20 (tor's limits for v3 services)")
     extra = params.get("extra_options") or {}
     for key, value in extra.items():
         if not _EXTRA_KEY_RE.match(key) or key.lower() in _RESERVED:

@@ -182,6 +182,26 @@ def _check_client_name(name):
         raise ServiceError("authorized client name %r must be 1-64 letters, digits, '-', '_' or '.'" % (name,))
 
 
+def set_conf_explained(ctl, pairs):
+    """SETCONF; when tor refuses it ("See logs for details"), the warnings tor logged while
+    refusing (asked for with SETEVENTS WARN around the command) are put on the error as
+    .explanation."""
+    first = len(ctl.events)
+    ctl.request("SETEVENTS", ["WARN"])
+    try:
+        ctl.set_conf(pairs)
+    except OperationFailed as exc:
+        ctl.request("SETEVENTS", [])  # its reply comes after the queued WARN events
+        warnings = []
+        for event in ctl.events[first:]:
+            text = event.lines[0].text
+            if text.startswith("WARN ") and "Controller gave us config lines" not in text:
+                warnings.append(text[5:].strip())
+        exc.explanation = "%s %s%s" % (exc.code, exc.message, "; tor says: " + " ".join(warnings) if warnings else "")
+        raise
+    ctl.request("SETEVENTS", [])
+
+
 def _existing_key(path):
     """The 64-byte expanded key a service directory holds, or None."""
     key_path = os.path.join(path, "hs_ed25519_secret_key")
@@ -325,11 +345,11 @@ class PersistentManager(object):
             # 2. the live config, in one atomic command
             if conf_change or clients_change or key_writes:
                 try:
-                    self.ctl.set_conf(hs.block_to_conf(after))
+                    set_conf_explained(self.ctl, hs.block_to_conf(after))
                 except OperationFailed as exc:
-                    raise ServiceError("tor refused the onion-service configuration (%s %s); nothing was changed. "
+                    raise ServiceError("tor refused the onion-service configuration (%s); nothing was changed. "
                                        "Check that tor's user (%s) can write the service directories and that "
-                                       "the options are valid" % (exc.code, exc.message, self.facts.user or "?"))
+                                       "the options are valid" % (exc.explanation, self.facts.user or "?"))
         except BaseException:
             for undo in undo_clients:
                 undo()

@@ -53,6 +53,9 @@ class CallbackModule(CallbackBase):
         record = json.loads(self._dump_results(raw, keep_invocation=True, sort_keys=True))
         if raw.get("exception"):
             record["exception"] = str(raw.get("exception"))
+        if "diff" in raw and "diff" not in record:
+            # _dump_results drops the diff; tests check it (it passed through no_log already)
+            record["diff"] = json.loads(json.dumps(raw["diff"], default=str))
         self._tasks.append({
             "play": self._play,
             "task": task.get_name(),

@@ -84,7 +84,7 @@ def test_service_round_trip_through_conf():
     ({"path": '/a"b'}, "quotes"),
     ({"path": "/a", "version": 2}, "version 3"),
     ({"path": "/a", "max_streams": 70000}, "max_streams"),
-    ({"path": "/a", "num_intro_points": 0}, "num_intro_points"),
+    ({"path": "/a", "num_intro_points": 2}, "between 3 and 20"),
     ({"path": "/a", "extra_options": {"HiddenServicePort": "1"}}, "another HiddenService"),
     ({"path": "/a", "extra_options": {"Nickname": "x"}}, "another HiddenService"),
 ])
