@@ -298,13 +298,32 @@ def port_free(port):
         s.close()
 
 
-def choose_ssh_ports(n):
-    """A block 22N1..22Nn (N = 0, 1, ...) of free ports."""
+def choose_ssh_ports(n, claimed=()):
+    """A block 22N1..22Nn (N = 0, 1, ...) of free ports that no other bed claims."""
     for base in range(SSH_BASE_PORT, 2900, 10 if n < 10 else 100):
         ports = [base + i for i in range(1, n + 1)]
-        if all(port_free(p) for p in ports):
+        if not set(ports) & set(claimed) and all(port_free(p) for p in ports):
             return ports
     raise RuntimeError('no free block of ssh ports from %d' % SSH_BASE_PORT)
+
+
+def claimed_ports(exclude_state=None):
+    """Ports held by the registered beds (their sshd may not listen yet)."""
+    ports = set()
+    for reg in glob.glob(os.path.join(beds_dir(), 'bed-*.json')):
+        try:
+            with open(reg) as f:
+                path = json.load(f)['state']
+            if path == exclude_state:
+                continue
+            with open(path) as f:
+                for h in json.load(f).get('hosts', []):
+                    ports.update(h.get(k) for k in ('ssh_port', 'tor_control_port', 'tor_socks_port',
+                                                    'tor_or_port'))
+        except (OSError, ValueError, KeyError):
+            continue
+    ports.discard(None)
+    return ports
 
 
 def host_torrc(host, join_lines):
@@ -366,8 +385,11 @@ class HostBed:
         with open(tmp, 'w') as f:
             json.dump(self.state(), f, indent=2)
         os.replace(tmp, self.state_path)
-        with open(self.registry, 'w') as f:
+        # Atomically too: other beds read it (claimed_ports) while this one saves.
+        tmp = '%s.%d.tmp' % (self.registry, os.getpid())
+        with open(tmp, 'w') as f:
             json.dump({'state': self.state_path, 'dir': self.base_dir}, f)
+        os.replace(tmp, self.registry)
 
     # -- lifecycle -------------------------------------------------------
     def up(self):
@@ -392,8 +414,20 @@ class HostBed:
                                '-f', self.key])
         with open(self.key + '.pub') as f:
             pubkey = f.read()
-        ssh_ports = choose_ssh_ports(self.n)
-        tor_ports = iter(privnet.free_ports(3 * self.n))
+        # Choose and record the ports under a lock: two beds starting together
+        # (e.g. both waiting for the same rootfs build) must not pick the same.
+        with open(os.path.join(cache_dir(), 'ports.lock'), 'a') as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            claimed = claimed_ports(self.state_path)
+            self._assign_ports(claimed)
+            log('ports: ssh %s (claimed by other beds: %d)' % ([h['ssh_port'] for h in self.hosts], len(claimed)))
+            self.save()
+        self._give_trees(cache, rootfs, pubkey, t0)
+
+    def _assign_ports(self, claimed):
+        ssh_ports = choose_ssh_ports(self.n, claimed)
+        tor_ports = [p for p in privnet.free_ports(3 * self.n + len(claimed)) if p not in claimed]
+        tor_ports = iter(tor_ports[:3 * self.n])
         for i in range(self.n):
             name = '%s%d' % (self.name_prefix, i + 1)
             self.hosts.append({
@@ -403,7 +437,8 @@ class HostBed:
                 'tor_or_port': next(tor_ports), 'pid': None, 'starttime': None,
                 'log': os.path.join(self.base_dir, name + '.console.log'), 'mount': None,
             })
-        self.save()
+
+    def _give_trees(self, cache, rootfs, pubkey, t0):
         # Give each host its tree, under a shared lock so the cache is not rebuilt meanwhile.
         t1 = time.monotonic()
         with cache._lock(fcntl.LOCK_SH):
@@ -490,15 +525,17 @@ class HostBed:
                 if _ssh_banner(h['ssh_port']):
                     # Boot finished (tor started or failed): 'running' or 'degraded'.
                     r = subprocess.run(self.ssh_cmd(h, 'systemctl', 'is-system-running', '--wait'),
-                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=60,
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60,
                                        stdin=subprocess.DEVNULL)
                     status = r.stdout.decode().strip()
+                    h['last_ssh'] = 'rc %d: %s %s' % (r.returncode, status, r.stderr.decode(errors='replace')[-300:])
                     if status in ('running', 'degraded'):
                         h['system_state'] = status
                         pending.remove(h)
             if pending and time.monotonic() > deadline:
                 raise RuntimeError('hosts did not come up in %.0fs: %s' % (
-                    self.boot_timeout, ', '.join(h['name'] for h in pending)))
+                    self.boot_timeout, '; '.join('%s (port %d, last ssh: %s)' % (
+                        h['name'], h['ssh_port'], h.get('last_ssh', 'no sshd yet')) for h in pending)))
             time.sleep(0.1)
 
     def inventory(self):
