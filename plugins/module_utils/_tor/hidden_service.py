@@ -201,13 +201,17 @@ def services_from_conf(pairs):
             continue
         if current is None:
             raise ProtocolError("tor reported %s before any HiddenServiceDir" % key)
-        if lkey == "hiddenserviceport":
-            current["ports"].append(port_from_tor(value))
-        elif lkey in _BY_TOR_NAME:
-            _tor, name, kind, _default = _BY_TOR_NAME[lkey]
-            current[name] = int(value) if kind == "int" else _as_bool(value)
-        else:
-            current["extra_options"].setdefault(key, []).append(value)
+        try:
+            if lkey == "hiddenserviceport":
+                current["ports"].append(port_from_tor(value))
+                continue
+            if lkey in _BY_TOR_NAME:
+                _tor, name, kind, _default = _BY_TOR_NAME[lkey]
+                current[name] = int(value) if kind == "int" else _as_bool(value)
+                continue
+        except ValueError:   # a value tor would never write ('', '\u00b2'): the peer is not tor
+            raise ProtocolError("unexpected %s value %r" % (key, value[:80]))
+        current["extra_options"].setdefault(key, []).append(value)
     return services
 
 

@@ -268,8 +268,8 @@ def service_dir_address(path):
     else:
         return None
     if os.path.exists(host_path):
-        with open(host_path) as handle:
-            hostname = handle.read(200).strip()
+        with open(host_path, "rb") as handle:   # bytes: a hostname file of junk is an error, not a crash
+            hostname = handle.read(200).decode("ascii", "replace").strip()
         if hostname != address + ".onion":
             raise OnionKeyError("%s says %s but the service's key gives %s.onion" % (host_path, hostname[:80], address))
     return address + ".onion"
