@@ -20,9 +20,9 @@ run multiply them, e.g.
 """
 
 import base64
-import hashlib
 import os
 import random
+import sys
 import time
 from pathlib import Path
 
@@ -35,6 +35,9 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor import consensus
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import ProtocolError, TorError, UnsafeValue
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.transport import ControlSocket
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_onion import expand  # noqa: E402
 
 SCALE = max(1, int(os.environ.get("ONIONLAB_FUZZ_SCALE", "1")))
 
@@ -269,12 +272,7 @@ def test_check_token_and_keyword_refuse_injection(value):
 
 # -- onion keys and addresses -------------------------------------------------------------------
 
-def _expanded(seed):
-    h = bytearray(hashlib.sha512(seed).digest())
-    h[0] &= 248
-    h[31] &= 127
-    h[31] |= 64
-    return bytes(h)
+_expanded = expand   # a clamped 64-byte expanded ed25519 key from a seed (test_onion.py)
 
 
 @budget(150, deadline_ms=5000)

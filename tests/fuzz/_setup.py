@@ -1,0 +1,45 @@
+# Copyright (c) 2026, onionlab.tor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Shared by the atheris targets: make the repository importable as ansible_collections.onionlab.tor
+(as tests/conftest.py does) and write seed corpora."""
+
+import os
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+COLLECTIONS = REPO / ".build" / "collections"
+CONSENSUS_DIR = REPO.parent / "shared" / "testdata" / "consensus"
+
+
+def link_collection():
+    parent = COLLECTIONS / "ansible_collections" / "onionlab"
+    parent.mkdir(parents=True, exist_ok=True)
+    link = parent / "tor"
+    if not link.exists():
+        link.symlink_to(REPO)
+    if str(COLLECTIONS) not in sys.path:
+        sys.path.insert(0, str(COLLECTIONS))
+
+
+def small_consensus(raw, routers=4):
+    """A real document cut to its header, its first routers and its footer (a fast seed)."""
+    start = raw.index(b"\nr ") + 1
+    footer = raw.index(b"\ndirectory-footer") + 1
+    body = raw[start:footer]
+    pos = 0
+    for _ in range(routers):
+        nxt = body.find(b"\nr ", pos + 1)
+        if nxt < 0:
+            break
+        pos = nxt
+    return raw[:start] + body[:pos + 1] + raw[footer:]
+
+
+def write_seeds(directory, seeds):
+    os.makedirs(directory, exist_ok=True)
+    for index, seed in enumerate(seeds):
+        path = os.path.join(directory, "seed-%02d" % index)
+        if not os.path.exists(path):
+            with open(path, "wb") as handle:
+                handle.write(seed)
