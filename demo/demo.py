@@ -1,9 +1,17 @@
 #!/usr/bin/env python3
 # Copyright (c) 2026, onionlab.tor contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""./run demo: a throwaway local tor (DisableNetwork 1, nothing leaves the machine), the
-playbook demo/local.yml run twice (the second run changes nothing), the addresses printed,
-and everything stopped and removed again."""
+"""./run demo: the collection's main job, end to end, on this machine only.
+
+A private Tor network on 127.0.0.1 (3 authorities, 3 relays, a client) and three throwaway
+hosts (systemd-nspawn containers, tests/harness/hosts.py) whose tors join it; the example site
+playbook demo/site.yml (roles onionlab.tor.tor and onionlab.tor.onion_service) run on them; a
+table host -> service -> onion address; a page fetched through every onion over Tor from the
+controller; a second run that changes nothing; everything stopped and removed again.
+
+    ./run demo            the above (needs root: containers)
+    ./run demo --local    one throwaway local tor only, demo/local.yml run twice (no containers)
+"""
 
 import json
 import os
@@ -18,45 +26,115 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 from harness.tor_instance import TorInstance  # noqa: E402
 
+PY = sys.executable
+BIN = ROOT / ".venv" / "bin"
+ENV = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".build" / "collections"), ANSIBLE_NOCOLOR="1",
+           ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0", ANSIBLE_HOST_KEY_CHECKING="0",
+           ANSIBLE_DEPRECATION_WARNINGS="0")
 
-def playbook(tor, base):
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".build" / "collections"),
-               ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0")
-    cmd = [str(ROOT / ".venv" / "bin" / "ansible-playbook"), "-i", "localhost,", "-c", "local",
-           str(ROOT / "demo" / "local.yml"), "-e", json.dumps({"tor_control_port": tor.control_port,
-                                                                "demo_dir": str(base)})]
+
+def step(msg):
+    print("\n== %s" % msg, flush=True)
+
+
+def run(cmd, show=False, check=True):
     start = time.monotonic()
-    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
-    return proc, time.monotonic() - start
+    proc = subprocess.run([str(c) for c in cmd], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True)
+    took = time.monotonic() - start
+    if show or (check and proc.returncode):
+        print(proc.stdout)
+    if check and proc.returncode:
+        raise SystemExit("!! failed (rc %d): %s" % (proc.returncode, " ".join(str(c) for c in cmd)))
+    return proc, took
 
 
-def main():
+def recap(output):
+    return [line.strip() for line in output.splitlines() if line.startswith("host") and "ok=" in line]
+
+
+def full():
+    total = time.monotonic()
+    base = Path(tempfile.mkdtemp(prefix="onionlab-demo-"))
+    privnet, bed, inventory = base / "privnet", base / "bed", base / "inventory.yml"
+    extra = ["-e", "@%s" % (ROOT / "demo" / "services.yml"), "-e", json.dumps({"demo_dir": str(base)})]
+    playbook = [BIN / "ansible-playbook", "-i", inventory]
+    try:
+        step("private Tor network on 127.0.0.1 (3 authorities, 3 relays, a client)")
+        _, took = run([PY, ROOT / "tests/harness/privnet.py", "start", "--dir", privnet])
+        print("   ready in %.1f s" % took)
+        step("three hosts (systemd-nspawn), their tors joining that network")
+        _, took = run([PY, ROOT / "tests/harness/hosts.py", "up", "--dir", bed, "-n", "3", "--privnet", privnet,
+                       "--inventory-out", inventory])
+        print("   up in %.1f s (the base system is cached in ~/.cache/onionlab after the first run)" % took)
+        _, took = run(playbook + [ROOT / "demo/backends.yml"] + extra)
+        print("   a small web server behind each service on each host (%.1f s)" % took)
+
+        step("first run of demo/site.yml (roles onionlab.tor.tor and onionlab.tor.onion_service)")
+        proc, first = run(playbook + [ROOT / "demo/site.yml"] + extra)
+        print("\n".join("   " + line for line in recap(proc.stdout)))
+        print("   %.1f s" % first)
+
+        step("host -> service -> onion address (%s)" % (base / "onion-services.yml"))
+        import yaml
+        summary = yaml.safe_load((base / "onion-services.yml").read_text()) or []
+        print("   %-6s %-6s %-62s %s" % ("host", "service", "onion address", "ports"))
+        for entry in summary:
+            print("   %-6s %-6s %-62s %s" % (entry["host"], entry["service"], entry["onion_address"], entry["ports"]))
+
+        step("a page through every onion, over Tor, from this machine's client tor")
+        proc, took = run([PY, ROOT / "tests/harness/fetch_onions.py", "--privnet", privnet,
+                          "--summary", base / "onion-services.yml"])
+        print("\n".join("   " + line for line in proc.stdout.splitlines()))
+
+        step("second run of demo/site.yml: nothing to change")
+        proc, second = run(playbook + [ROOT / "demo/site.yml"] + extra)
+        lines = recap(proc.stdout)
+        print("\n".join("   " + line for line in lines))
+        print("   %.1f s" % second)
+        if not lines or any("changed=0" not in line for line in lines):
+            raise SystemExit("!! the second run changed something")
+        keys = sorted(str(p.relative_to(base)) for p in (base / "onion-keys").rglob("hs_ed25519_secret_key"))
+        step("keys escrowed on the controller (0600 in 0700 directories): %s" % ", ".join(keys))
+    finally:
+        step("cleaning up")
+        run([PY, ROOT / "tests/harness/hosts.py", "down", "--dir", bed], check=False)
+        run([PY, ROOT / "tests/harness/privnet.py", "stop", "--dir", privnet], check=False)
+        shutil.rmtree(str(base), ignore_errors=True)
+        print("   hosts stopped, private network stopped, %s removed" % base)
+    print("\n== demo done in %.1f s" % (time.monotonic() - total))
+    return 0
+
+
+def local():
     base = Path(tempfile.mkdtemp(prefix="onionlab-demo-"))
     (base / "torrc.d").mkdir()
+    env = dict(ENV, ANSIBLE_PYTHON_INTERPRETER=PY)
     try:
-        print("== starting a throwaway tor in %s (DisableNetwork 1)" % base)
+        step("a throwaway tor in %s (DisableNetwork 1)" % base)
         with TorInstance(base / "tor") as tor:
             print("   tor pid %d, ControlPort 127.0.0.1:%d, cookie authentication" % (tor.pid, tor.control_port))
             for attempt in ("first run", "second run"):
-                proc, took = playbook(tor, base)
-                print("\n== %s of demo/local.yml (%.1f s)" % (attempt, took))
+                start = time.monotonic()
+                proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", "localhost,", "-c", "local",
+                                       str(ROOT / "demo" / "local.yml"), "-e",
+                                       json.dumps({"tor_control_port": tor.control_port, "demo_dir": str(base)})],
+                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+                step("%s of demo/local.yml (%.1f s)" % (attempt, time.monotonic() - start))
                 lines = proc.stdout.splitlines()
                 shown = [l for l in lines if '"msg":' in l or l.startswith(("changed:", "ok:", "localhost ", "fatal"))]
                 print("\n".join("   " + l.strip() for l in shown))
                 if proc.returncode != 0:
                     print(proc.stdout)
                     return 1
-            recap = [l for l in lines if l.startswith("localhost ")]
-            if not recap or "changed=0" not in recap[0]:
+            if not any(l.startswith("localhost ") and "changed=0" in l for l in lines):
                 print("!! the second run changed something")
                 return 1
-            print("\n== the second run changed nothing (changed=0)")
-            print("== tor's torrc now %%includes %s; stopping tor (pid %d)" % (base / "torrc.d/onionlab.conf", tor.pid))
+            step("the second run changed nothing; stopping tor (pid %d)" % tor.pid)
         return 0
     finally:
         shutil.rmtree(str(base), ignore_errors=True)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(local() if "--local" in sys.argv[1:] else full())
