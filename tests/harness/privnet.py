@@ -397,7 +397,9 @@ class PrivNet:
     # -- lifecycle -------------------------------------------------------
     def _mkdir(self, name):
         d = os.path.join(self.base_dir, name)
-        os.makedirs(d, mode=0o700, exist_ok=True)
+        if os.path.isdir(d):  # a previous run's keys and caches: never reused
+            shutil.rmtree(d)
+        os.makedirs(d, mode=0o700)
         os.chmod(d, 0o700)
         return d
 
@@ -559,7 +561,14 @@ class PrivNet:
         except OSError:
             return False
         routers, _ = parse_consensus(text)
-        return self._flags_ok(routers, names, {r.name for r in self.relays})
+        ok = self._flags_ok(routers, names, {r.name for r in self.relays})
+        seen = (len(routers), ok)
+        if not ok and getattr(a, '_seen', None) != seen:  # say why we wait another round
+            a._seen = seen
+            log('%s: consensus lists %d/%d nodes (%d Running) at %.1fs; waiting for the next vote'
+                % (a.name, len(set(routers) & names), len(names),
+                   sum(1 for f in routers.values() if 'Running' in f), time.monotonic() - self._t0))
+        return ok
 
     def _relay_serves(self, r, names):
         text = http_get(r.dir_port, '/tor/status-vote/current/consensus-microdesc')
