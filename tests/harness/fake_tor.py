@@ -34,8 +34,8 @@ class FakeTor(object):
         self._thread = threading.Thread(target=self._serve, daemon=True)
 
     def _serve(self):
-        self._server.settimeout(10)
         try:
+            self._server.settimeout(10)
             conn, _ = self._server.accept()
         except OSError:
             return

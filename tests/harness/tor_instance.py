@@ -58,6 +58,9 @@ class TorInstance(object):
             "__OwningControllerProcess %d" % os.getpid(),
             "ShutdownWaitLength 0",
             "AvoidDiskWrites 1",
+            # no GeoIP parsing: ~250 ms of CPU per start that no test needs
+            "GeoIPFile /dev/null",
+            "GeoIPv6File /dev/null",
         ]
         if self.use_socket:
             lines.append("ControlSocket %s RelaxDirModeCheck" % self.control_socket)
