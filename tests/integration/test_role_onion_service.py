@@ -1,0 +1,103 @@
+# Copyright (c) 2026, onionlab.tor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The onion_service role on this machine against a throwaway tor (fast; the multi-host runs
+are the molecule scenarios): vault keys, escrow and restore, prune, check mode, summary."""
+
+import hashlib
+import os
+import shutil
+import stat
+
+import yaml
+
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
+from harness.ansible_run import run_playbook
+
+
+def expanded_key():
+    h = bytearray(hashlib.sha512(os.urandom(32)).digest())
+    h[0] &= 248
+    h[31] &= 127
+    h[31] |= 64
+    return bytes(h)
+
+
+def play(tor, tmp_path, services, **extra):
+    role_vars = dict({
+        "onion_service_control_port": tor.control_port,
+        "onion_service_dir": str(tmp_path / "svc"),
+        "onion_service_tor_user": "root",
+        "onion_service_config_file": str(tmp_path / "onionlab.conf"),
+        "onion_service_backup_dir": str(tmp_path / "escrow"),
+        "onion_service_summary_file": str(tmp_path / "summary.yml"),
+        "onion_services": services,
+    }, **extra)
+    return [{"hosts": "localhost", "gather_facts": False, "vars": role_vars,
+             "roles": ["onionlab.tor.onion_service"]}]
+
+
+def tor_paths(tor):
+    with connect(port=tor.control_port) as ctl:
+        return [v for k, v in ctl.get_conf("HiddenServiceOptions") if k == "HiddenServiceDir"]
+
+
+def test_vault_key_escrow_restore_prune(tor, tmp_path):
+    (tmp_path / "svc").mkdir(mode=0o700)
+    blob = onion.key_blob(expanded_key())
+    vault_address = onion.service_id_of_key(blob) + ".onion"
+    services = [{"name": "web", "ports": [{"port": 80, "target_port": 8080}]},
+                {"name": "blog", "ports": [{"port": 80, "target_port": 8081}], "options": {"num_intro_points": 4}}]
+    first = run_playbook(play(tor, tmp_path, services, onion_service_private_keys={"blog": blob}), tmp_path)
+    assert first.rc == 0, first.output
+    assert blob.split(":")[1] not in first.output
+    summary = yaml.safe_load((tmp_path / "summary.yml").read_text())
+    assert [(e["host"], e["service"], e["ports"]) for e in summary] == [("localhost", "blog", [80]),
+                                                                       ("localhost", "web", [80])]
+    addresses = dict((e["service"], e["onion_address"]) for e in summary)
+    assert addresses["blog"] == vault_address
+    for name in ("web", "blog"):
+        key = tmp_path / "escrow" / "localhost" / name / "hs_ed25519_secret_key"
+        assert stat.S_IMODE(key.stat().st_mode) == 0o600
+        assert stat.S_IMODE(key.parent.stat().st_mode) == 0o700
+        assert key.read_bytes() == (tmp_path / "svc" / name / "hs_ed25519_secret_key").read_bytes()
+    assert stat.S_IMODE((tmp_path / "escrow").stat().st_mode) == 0o700
+
+    again = run_playbook(play(tor, tmp_path, services, onion_service_private_keys={"blog": blob}), tmp_path)
+    assert again.rc == 0 and again.stats["localhost"]["changed"] == 0, again.output
+
+    # the host loses web's directory: the escrowed key comes back, with the same address
+    shutil.rmtree(str(tmp_path / "svc" / "web"))
+    restored = run_playbook(play(tor, tmp_path, services, onion_service_private_keys={"blog": blob}), tmp_path)
+    assert restored.rc == 0, restored.output
+    assert onion.service_dir_address(str(tmp_path / "svc" / "web")) == addresses["web"]
+
+    # web dropped from the list: removed from tor, keys kept on the host and in escrow
+    pruned = run_playbook(play(tor, tmp_path, services[1:], onion_service_private_keys={"blog": blob}), tmp_path)
+    assert pruned.rc == 0, pruned.output
+    assert tor_paths(tor) == [str(tmp_path / "svc" / "blog")]
+    assert (tmp_path / "svc" / "web" / "hs_ed25519_secret_key").exists()
+    assert (tmp_path / "escrow" / "localhost" / "web" / "hs_ed25519_secret_key").exists()
+    assert [e["service"] for e in yaml.safe_load((tmp_path / "summary.yml").read_text())] == ["blog"]
+
+
+def test_check_mode_changes_nothing(tor, tmp_path):
+    (tmp_path / "svc").mkdir(mode=0o700)
+    run = run_playbook(play(tor, tmp_path, [{"name": "web", "ports": [{"port": 80}]}]), tmp_path, check=True, diff=True)
+    assert run.rc == 0, run.output
+    assert run.stats["localhost"]["changed"] >= 1
+    assert tor_paths(tor) == []
+    assert not (tmp_path / "svc" / "web").exists()
+    assert not (tmp_path / "escrow").exists()
+
+
+def test_absent_with_purge(tor, tmp_path):
+    (tmp_path / "svc").mkdir(mode=0o700)
+    web = {"name": "web", "ports": [{"port": 80}]}
+    assert run_playbook(play(tor, tmp_path, [web]), tmp_path).rc == 0
+    gone = dict(web, state="absent", purge=True)
+    run = run_playbook(play(tor, tmp_path, [gone]), tmp_path)
+    assert run.rc == 0, run.output
+    assert tor_paths(tor) == []
+    assert not (tmp_path / "svc" / "web").exists()
+    assert (tmp_path / "escrow" / "localhost" / "web" / "hs_ed25519_secret_key").exists()  # escrow stays
