@@ -42,17 +42,11 @@ import re
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import dirauths as _dirauths
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import rsa_verify as _rsa
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import DocumentError
 
 
-class ConsensusError(ValueError):
+class ConsensusError(DocumentError):
     """A network-status document that is malformed; ``line`` is its 1-based line number."""
-
-    def __init__(self, message, line=None):
-        self.line = line
-        self.reason = message
-        if line is not None:
-            message = "line %d: %s" % (line, message)
-        ValueError.__init__(self, message)
 
 
 class _FieldError(Exception):

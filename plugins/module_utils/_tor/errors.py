@@ -16,6 +16,7 @@ No message ever carries a secret (password, cookie, private key).
      +- OperationFailed        tor answered a command with an error code (.code, .message)
      |   +- UnrecognizedKey    552 "Unrecognized key/option" style refusals
      +- UnsafeValue            a value or keyword we refuse to send (CR, LF, NUL, bad charset)
+     +- DocumentError          a malformed consensus or key certificate (.line, .reason)
 """
 
 from __future__ import annotations
@@ -61,3 +62,15 @@ class OperationFailed(TorError):
 
 class UnrecognizedKey(OperationFailed):
     """Tor does not know the GETINFO key or configuration option (552)."""
+
+
+class DocumentError(TorError, ValueError):
+    """A directory document (consensus, key certificate) that is malformed; ``line`` is the
+    1-based line number when known, ``reason`` the message without it."""
+
+    def __init__(self, message, line=None):
+        self.line = line
+        self.reason = message
+        if line is not None:
+            message = "line %d: %s" % (line, message)
+        super(DocumentError, self).__init__(message)

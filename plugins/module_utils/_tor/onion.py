@@ -239,20 +239,20 @@ SECRET_HEADER = b"== ed25519v1-secret: type0 ==\x00\x00\x00"
 PUBLIC_HEADER = b"== ed25519v1-public: type0 ==\x00\x00\x00"
 
 
-def read_public_key_file(path):
+def _read_key_file(path, header, size, what):
     with open(path, "rb") as handle:
         data = handle.read(200)
-    if len(data) != 64 or not data.startswith(PUBLIC_HEADER):
-        raise OnionKeyError("%s is not a tor ed25519 public key file" % path)
-    return data[32:]
+    if len(data) != len(header) + size or not data.startswith(header):
+        raise OnionKeyError("%s is not a tor ed25519 %s key file" % (path, what))
+    return data[len(header):]
+
+
+def read_public_key_file(path):
+    return _read_key_file(path, PUBLIC_HEADER, 32, "public")
 
 
 def read_secret_key_file(path):
-    with open(path, "rb") as handle:
-        data = handle.read(200)
-    if len(data) != 96 or not data.startswith(SECRET_HEADER):
-        raise OnionKeyError("%s is not a tor ed25519 secret key file" % path)
-    return data[32:]
+    return _read_key_file(path, SECRET_HEADER, 64, "secret")
 
 
 def service_dir_address(path):

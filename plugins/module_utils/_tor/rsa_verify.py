@@ -25,16 +25,11 @@ import hashlib
 import re
 import time
 
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import DocumentError
 
-class CertificateError(ValueError):
+
+class CertificateError(DocumentError):
     """A key certificate or key that cannot be parsed."""
-
-    def __init__(self, message, line=None):
-        self.line = line
-        self.reason = message
-        if line is not None:
-            message = "line %d: %s" % (line, message)
-        ValueError.__init__(self, message)
 
 
 # --------------------------------------------------------------------------- DER / PEM
