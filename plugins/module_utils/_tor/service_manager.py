@@ -18,6 +18,7 @@ directories are only ever removed by an explicit purge.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import time
@@ -27,6 +28,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import OperationFailed, ProtocolError, TorError
 
 AUTH_DIR = "authorized_clients"
+_TORRC_KEYWORD_RE = re.compile(r"^%?[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 class ServiceError(TorError):
@@ -301,6 +303,8 @@ class PersistentManager(object):
                 drop_in_change = True
         include_change = bool(self.persist and self.include and self.facts.config_file
                               and not hs.includes(self.facts.config_file, self.drop_in))
+        if include_change:
+            self._check_torrc_like(self.facts.config_file)
         if self.persist and not self.include and self.facts.config_file and \
                 not hs.includes(self.facts.config_file, self.drop_in):
             self.warnings.append("%s does not %%include %s: the services will not survive a tor restart"
@@ -445,6 +449,26 @@ class PersistentManager(object):
         host = os.path.join(path, "hostname")
         if os.path.exists(host):
             os.unlink(host)  # tor writes it anew from the key
+
+    @staticmethod
+    def _check_torrc_like(path):
+        """The file tor names as its config-file (GETINFO config-file) gets a line appended: make
+        sure it is a regular file made of torrc lines, so that a peer that is not tor cannot make
+        us append to /etc/shadow or the like. The message never quotes the file."""
+        try:
+            st = os.stat(path)
+            with open(path, "rb") as handle:
+                text = handle.read(4 * 1024 * 1024).decode("utf-8")
+        except FileNotFoundError:
+            raise ServiceError("tor's config-file %s does not exist; cannot add the %%include line "
+                               "(set include_config_file=false)" % path)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ServiceError("cannot read tor's config-file %s: %s" % (path, getattr(exc, "strerror", None)
+                                                                          or type(exc).__name__))
+        if not stat.S_ISREG(st.st_mode) or not all(
+                _TORRC_KEYWORD_RE.match(key) for key, _value in hs.parse_torrc_lines(text)):
+            raise ServiceError("tor's config-file %s does not look like a torrc (a file of tor options); not "
+                               "adding an %%include line to it" % path)
 
     def _add_include(self):
         with open(self.facts.config_file) as handle:
