@@ -177,7 +177,6 @@ def test_disk_full_and_read_only(qtor, tmp_path):
         b = str(tmp_path / "b")
         task_b = hs_task(qtor.control_port, tmp_path, "b", path=b, ports=[{"port": 81}], config_file=drop_in,
                          authorized_clients=[{"name": "bob"}])
-        task_b["no_log"] = True
         run = run_playbook([task_b], tmp_path)
         (result,) = run.tasks
         assert result["status"] == "failed", run.output
