@@ -576,11 +576,15 @@ ansible_facts:
               type: int
               sample: 8
             required:
-              description: How many verified signatures make a majority (more than half of RV(ansible_facts.tor_consensus.verification.known_authorities)).
+              description:
+                - How many verified signatures make a majority, more than half of
+                  RV(ansible_facts.tor_consensus.verification.known_authorities).
               type: int
               sample: 5
             majority:
-              description: Whether RV(ansible_facts.tor_consensus.verification.known_authorities_signed) reaches RV(ansible_facts.tor_consensus.verification.required).
+              description:
+                - Whether RV(ansible_facts.tor_consensus.verification.known_authorities_signed) reaches
+                  RV(ansible_facts.tor_consensus.verification.required).
               type: bool
               sample: true
             certificates:
