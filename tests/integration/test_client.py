@@ -101,7 +101,12 @@ def test_cookie_when_safecookie_is_excluded(tor, transport):
         sock = ControlSocket.unix(tor.control_socket, timeout=5)
     info = auth.protocolinfo(sock)
     only_cookie = auth.ProtocolInfo(info.protocol_version, ("COOKIE",), info.cookie_file, info.tor_version)
-    assert auth.authenticate(sock, only_cookie) == "COOKIE"
+    with pytest.raises(AuthenticationFailed, match="offers only plain COOKIE"):
+        auth.authenticate(sock, only_cookie)  # refused before anything is read or sent
+    sock = ControlSocket.tcp("127.0.0.1", tor.control_port, timeout=5) if transport == "port" else \
+        ControlSocket.unix(tor.control_socket, timeout=5)
+    auth.protocolinfo(sock)
+    assert auth.authenticate(sock, only_cookie, cookie_path=tor.cookie_path) == "COOKIE"
     with Controller(sock, only_cookie, "COOKIE") as ctl:
         assert ctl.get_info("version")["version"]
 

@@ -6,8 +6,8 @@
 This is a private module_utils file of onionlab.tor; its API may change at any time.
 
 Order of preference: NULL (tor asks for nothing), HASHEDPASSWORD when a password was given,
-SAFECOOKIE (the server proves it knows the cookie before we reveal anything), COOKIE,
-HASHEDPASSWORD. References: control-spec 3.5 (AUTHENTICATE), 3.21 (PROTOCOLINFO) and
+SAFECOOKIE (the server proves it knows the cookie before we reveal anything), COOKIE (only with
+a cookie_path the user gave: its bytes go to the peer), HASHEDPASSWORD. References: control-spec 3.5 (AUTHENTICATE), 3.21 (PROTOCOLINFO) and
 3.24 (AUTHCHALLENGE). Secrets (password, cookie, hashes) never appear in an error message.
 """
 
@@ -156,6 +156,13 @@ def authenticate(sock, info, password=None, cookie_path=None):
         return "HASHEDPASSWORD"
     cookie_methods = methods & {"SAFECOOKIE", "COOKIE"}
     if cookie_methods:
+        if "SAFECOOKIE" not in cookie_methods and not cookie_path:
+            # Plain COOKIE sends the file's bytes to the peer, and the file is the one the peer
+            # names: a listener that is not tor could have us read out any 32-byte file. Every tor
+            # since 0.2.3 offers SAFECOOKIE with COOKIE, so only a cookie the user names is sent.
+            raise AuthenticationFailed("the peer at %s offers only plain COOKIE authentication (it offers %s), "
+                                       "which would reveal the file it names; real tors also offer SAFECOOKIE. "
+                                       "Set cookie_path to the cookie to use it anyway" % (sock.where, offered))
         path = cookie_path or info.cookie_file
         if not path:
             raise AuthenticationFailed("tor offers cookie authentication (%s) but names no cookie file; "

@@ -579,7 +579,9 @@ def apply_ephemeral(ctl, state, ports=None, private_key=None, service_id=None, m
 
 
 def _save_record(facts, record):
-    if not facts.data_dir:
+    # Only into a directory that is a running tor's DataDirectory (tor holds its "lock" file
+    # there): a peer that is not tor must not make us write into /etc or the like.
+    if not facts.data_dir or not os.path.isfile(os.path.join(facts.data_dir, "lock")):
         return
     try:
         hs.write_ephemeral_record(facts.data_dir, record)

@@ -202,9 +202,16 @@ def test_unknown_methods(methods, offered):
 
 def test_cookie(cookie_file):
     controller, fake = run([(b"PROTOCOLINFO", protocolinfo(b"COOKIE", b'"%s"' % str(cookie_file).encode())),
-                            (b"AUTHENTICATE", OK)])
+                            (b"AUTHENTICATE", OK)], cookie_path=str(cookie_file))
     assert controller.auth_method == "COOKIE"
     assert fake.received[1] == b"AUTHENTICATE " + binascii.hexlify(COOKIE)
+
+
+def test_plain_cookie_needs_a_cookie_path(cookie_file):
+    """A peer offering COOKIE without SAFECOOKIE names a file whose bytes we would send it."""
+    text, received = expect_failure([(b"PROTOCOLINFO", protocolinfo(b"COOKIE", b'"%s"' % str(cookie_file).encode()))])
+    assert "offers only plain COOKIE" in text and "Set cookie_path" in text
+    assert received == [b"PROTOCOLINFO 1"]
 
 
 def test_cookiefile_with_escapes(tmp_path):
@@ -212,10 +219,11 @@ def test_cookiefile_with_escapes(tmp_path):
     directory.mkdir()
     (directory / "cookie").write_bytes(COOKIE)
     escaped = str(tmp_path).encode() + b'/caf\\303\\251 \\"dir\\"\\\\x/cookie'
-    controller, fake = run([(b"PROTOCOLINFO", protocolinfo(b"COOKIE", b'"' + escaped + b'"')),
+    controller, fake = run([(b"PROTOCOLINFO", protocolinfo(b"COOKIE,SAFECOOKIE", b'"' + escaped + b'"')),
+                            (b"AUTHCHALLENGE", challenge_reply()),
                             (b"AUTHENTICATE", OK)])
     assert controller.protocol_info.cookie_file == str(directory / "cookie")
-    assert fake.received[1] == b"AUTHENTICATE " + binascii.hexlify(COOKIE)
+    assert controller.auth_method == "SAFECOOKIE"  # the cookie was read from the unescaped path
 
 
 def test_cookie_path_overrides_cookiefile(cookie_file):
@@ -271,7 +279,8 @@ def test_cookie_offered_without_a_file():
 def test_cookie_rejected_by_tor(cookie_file):
     text, _received = expect_failure([
         (b"PROTOCOLINFO", protocolinfo(b"COOKIE", b'"%s"' % str(cookie_file).encode())),
-        (b"AUTHENTICATE", b"515 Authentication failed: Authentication cookie did not match expected value.\r\n")])
+        (b"AUTHENTICATE", b"515 Authentication failed: Authentication cookie did not match expected value.\r\n")],
+        cookie_path=str(cookie_file))
     assert text.startswith("tor refused authentication: 515 Authentication failed: Authentication cookie")
     assert binascii.hexlify(COOKIE).decode() not in text.lower()
 
