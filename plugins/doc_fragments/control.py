@@ -37,7 +37,7 @@ options:
     description:
       - Path of tor's authentication cookie, overriding the C(COOKIEFILE) that tor reports
         (for a chroot or a container whose paths differ).
-      - Required to use plain C(COOKIE) authentication with a peer that does not offer C(SAFECOOKIE): that method
+      - Required to use plain C(COOKIE) authentication with a peer that does not offer C(SAFECOOKIE); that method
         sends the cookie's bytes to the peer, so the module does not read a file the peer names for it.
     type: path
   timeout:

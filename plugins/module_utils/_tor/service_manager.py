@@ -463,8 +463,8 @@ class PersistentManager(object):
             raise ServiceError("tor's config-file %s does not exist; cannot add the %%include line "
                                "(set include_config_file=false)" % path)
         except (OSError, UnicodeDecodeError) as exc:
-            raise ServiceError("cannot read tor's config-file %s: %s" % (path, getattr(exc, "strerror", None)
-                                                                          or type(exc).__name__))
+            reason = getattr(exc, "strerror", None) or type(exc).__name__
+            raise ServiceError("cannot read tor's config-file %s: %s" % (path, reason))
         if not stat.S_ISREG(st.st_mode) or not all(
                 _TORRC_KEYWORD_RE.match(key) for key, _value in hs.parse_torrc_lines(text)):
             raise ServiceError("tor's config-file %s does not look like a torrc (a file of tor options); not "

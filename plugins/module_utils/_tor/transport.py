@@ -57,6 +57,9 @@ class ControlSocket(object):
         self._pos = 0
         self.events = []
         self.closed = False
+        quickack = getattr(socket, "TCP_QUICKACK", None)
+        family = getattr(sock, "family", None)
+        self._quickack = quickack if family in (socket.AF_INET, socket.AF_INET6) else None
 
     # -- opening ---------------------------------------------------------------------------
     @classmethod
@@ -110,6 +113,10 @@ class ControlSocket(object):
             raise ControlTimeout("tor at %s did not answer within %ss" % (self.where, self.timeout))
         try:
             self._sock.settimeout(remaining)
+            if self._quickack:
+                # Linux: acknowledge at once, or a multi-segment reply (a consensus) stalls ~40 ms
+                # per round on delayed ACKs against tor's send buffering.
+                self._sock.setsockopt(socket.IPPROTO_TCP, self._quickack, 1)
             chunk = self._sock.recv(65536)
         except socket.timeout:
             self.close()
