@@ -38,7 +38,8 @@ options:
       - A consensus file on the managed host, for example tor's C(DataDirectory/cached-consensus) or
         C(cached-microdesc-consensus), or a document from CollecTor (a leading C(@type) line is allowed).
       - Without O(path) the consensus is read from the running tor that the connection options name.
-      - Mutually exclusive with O(control_port) and O(control_socket).
+      - With O(path) the connection options are not used (so that C(module_defaults) for the action group can set
+        them for every module).
     type: path
   flavor:
     description:
@@ -716,7 +717,7 @@ def main():
         now=dict(type="str"),
     )
     module = AnsibleModule(**module_kwargs(
-        spec, mutually_exclusive=[("path", "control_port"), ("path", "control_socket")],
+        spec,
         supports_check_mode=True))
     p = module.params
 

@@ -1,0 +1,39 @@
+# Copyright (c) 2026, onionlab.tor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Run all_modules.yml against a throwaway tor with only the installed collection visible;
+fail unless every task ran from the installed copy and the play succeeded."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+from harness.tor_instance import TorInstance  # noqa: E402
+
+
+def main(collections):
+    base = Path(tempfile.mkdtemp(prefix="onionlab-installed-"))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections, ANSIBLE_COLLECTIONS_SCAN_SYS_PATH="false",
+               ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_NOCOLOR="1")
+    consensus = HERE.parents[2] / "shared" / "testdata" / "consensus" / "2022-11-19-cached-microdesc-consensus"
+    with TorInstance(base / "tor") as tor:
+        extra = {"tor_control_port": tor.control_port, "work_dir": str(base), "consensus_file": str(consensus)}
+        proc = subprocess.run(["ansible-playbook", "-i", "localhost,", "-c", "local", "-v", str(HERE / "all_modules.yml"),
+                               "-e", json.dumps(extra)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              universal_newlines=True)
+    print(proc.stdout[-4000:])
+    if proc.returncode != 0:
+        return proc.returncode
+    installed = os.path.join(collections, "ansible_collections", "onionlab", "tor")
+    if installed not in proc.stdout and "onionlab.tor" not in proc.stdout:
+        print("the run does not show the installed collection")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
