@@ -198,6 +198,8 @@ options:
     type: bool
     default: true
 notes:
+  - Where tor runs under its AppArmor profile (Debian and Ubuntu ship one, C(system_tor)), tor can only use service
+    directories below C(/var/lib/tor/); elsewhere it refuses the configuration and the module reports tor's warning.
   - Tor does not report the ports of ephemeral services; the module records what it asked for in
     C(onionlab-ephemeral-services.json) in tor's DataDirectory (no keys) to answer idempotently.
 seealso:
