@@ -5,12 +5,23 @@ set -euo pipefail
 cd "$ONIONLAB_ROOT"
 only="${1:-}"
 total_start=$(date +%s)
+passed=0
 for step in tests/ci/[0-9][0-9]-*.sh; do
     name=$(basename "$step" .sh)
     if [ -n "$only" ] && [ "$name" != "$only" ]; then continue; fi
     printf '\n==== %s\n' "$name"
     start=$(date +%s)
-    bash "$step"
+    if ! bash "$step"; then
+        printf '==== %s FAILED after %ss\n' "$name" "$(( $(date +%s) - start ))"
+        printf 'steps: %d passed, 1 failed\n' "$passed"
+        exit 1
+    fi
+    passed=$((passed + 1))
     printf '==== %s passed in %ss\n' "$name" "$(( $(date +%s) - start ))"
 done
+if [ "$passed" -eq 0 ]; then
+    echo "no step matched '$only'" >&2
+    exit 1
+fi
 printf '\n==== all steps passed in %ss\n' "$(( $(date +%s) - total_start ))"
+printf 'steps: %d passed, 0 failed\n' "$passed"
