@@ -319,3 +319,21 @@ def test_prune_removes_only_managed_services(tor, tmp_path):
     assert [s["path"] for s in results(run)[-1]["services"]] == [a]
     assert os.path.exists(os.path.join(b, "hs_ed25519_secret_key"))
     assert "/b" not in (tmp_path / "torrc.d" / "onionlab.conf").read_text()
+
+
+def test_refused_ephemeral_change_keeps_the_running_service(tor, tmp_path):
+    """Changing an ephemeral service means DEL_ONION + ADD_ONION; when tor refuses the new
+    configuration the old one is put back, so a failed run costs nothing."""
+    blob = onion.key_blob(bytearray(hashlib.sha512(b"refused").digest()[:32]) + b"\x00" * 32)
+    good = hs_task(tor, tmp_path, ephemeral=True, private_key=blob, ports=[{"port": 80}], max_streams=5)
+    bad = hs_task(tor, tmp_path, ephemeral=True, private_key=blob, ports=[{"port": 81}], max_streams=70000)
+    bad["ignore_errors"] = True
+    run = run_playbook([good, bad, good], tmp_path)
+    assert run.rc == 0, run.output
+    first, refused, again = results(run)
+    assert first["changed"] and run.results(HS)[1]["status"] == "failed" and "tor refused ADD_ONION" in refused["msg"]
+    assert blob.split(":")[1] not in run.output
+    sid = onion.service_id_of_key(blob)
+    with connect(port=tor.control_port) as ctl:
+        assert sid in ctl.list_onions()["detached"]
+    assert again["changed"] is False  # the old configuration is what runs

@@ -542,20 +542,31 @@ def apply_ephemeral(ctl, state, ports=None, private_key=None, service_id=None, m
     if check_mode:
         return {"changed": True, "service": describe(service_id, view) if service_id else None,
                 "private_key": None, "diff": {"before": before, "after": describe(service_id or "(new)", view)}}
-    if service_id is not None and service_id in running:
-        ctl.del_onion(service_id)
     flags = ["Detach"]
     if discard_pk or private_key is not None:
         flags.append("DiscardPK")
-    if view["client_auth_v3"]:
-        flags.append("V3Auth")
     if private_key is not None:
         key_type, key_blob = onion.key_blob(onion.parse_key_blob(private_key)).split(":", 1)
     else:
         key_type, key_blob = "NEW", "ED25519-V3"
-    reply = ctl.add_onion([(p["port"], hs.port_to_add_onion(p).split(",", 1)[1]) for p in view["ports"]],
-                          key_type=key_type, key_blob=key_blob, flags=flags, max_streams=max_streams,
-                          client_auth_v3=view["client_auth_v3"])
+
+    def add(spec):
+        return ctl.add_onion([(p["port"], hs.port_to_add_onion(p).split(",", 1)[1]) for p in spec["ports"]],
+                             key_type=key_type, key_blob=key_blob, flags=flags, max_streams=spec["max_streams"],
+                             client_auth_v3=spec["client_auth_v3"])
+
+    old_view = record.get(service_id) if service_id is not None and service_id in running else None
+    if service_id is not None and service_id in running:
+        ctl.del_onion(service_id)  # same key, new configuration: tor has no way to change it in place
+    try:
+        reply = add(view)
+    except OperationFailed:
+        if old_view:
+            try:
+                add(old_view)  # a refused change must not cost the running service
+            except TorError:
+                pass
+        raise
     sid = reply["service_id"]
     if not onion.is_service_id(sid):
         raise ProtocolError("tor returned a ServiceID that is not a valid v3 address")
