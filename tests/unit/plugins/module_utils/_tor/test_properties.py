@@ -38,6 +38,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor.transport import
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_onion import expand  # noqa: E402
+from fuzz._setup import small_consensus  # the atheris seeds' cutter (tests/fuzz)
 
 SCALE = max(1, int(os.environ.get("ONIONLAB_FUZZ_SCALE", "1")))
 
@@ -379,24 +380,10 @@ def test_services_from_conf_only_protocol_error(pairs):
 
 # -- the consensus parser -----------------------------------------------------------------------
 
-def _small(raw, routers=6):
-    """A real document cut down to its header, the first routers and its footer."""
-    start = raw.index(b"\nr ") + 1
-    footer = raw.index(b"\ndirectory-footer") + 1
-    body = raw[start:footer]
-    pos = 0
-    for _ in range(routers):
-        nxt = body.find(b"\nr ", pos + 1)
-        if nxt < 0:
-            break
-        pos = nxt
-    return raw[:start] + body[:pos + 1] + raw[footer:]
-
-
 def _documents():
     if not CONSENSUS_DIR.is_dir():
         return []
-    return [_small(p.read_bytes()) for p in sorted(CONSENSUS_DIR.glob("*consensus"))]
+    return [small_consensus(p.read_bytes(), routers=6) for p in sorted(CONSENSUS_DIR.glob("*consensus"))]
 
 
 DOCS = _documents()
