@@ -493,6 +493,13 @@ class HostBed:
                'Port %d\nListenAddress 127.0.0.1\nPermitRootLogin prohibit-password\n'
                'PasswordAuthentication no\nUseDNS no\n' % h['ssh_port'])
         _write(os.path.join(root, 'etc/tor/torrc'), host_torrc(h, self.join_lines))
+        # A host of the bed has no way out, as on CI machines: apt inside it fails at once
+        # (a proxy nobody listens on) instead of reaching a mirror, so a role that would
+        # download anything when the package is already there fails here too.
+        _write(os.path.join(root, 'etc/apt/apt.conf.d/99onionlab-offline'),
+               'Acquire::http::Proxy "http://127.0.0.1:9/";\n'
+               'Acquire::https::Proxy "http://127.0.0.1:9/";\n'
+               'Acquire::Retries "0";\n')
 
     def _boot(self, h):
         h['cgroups'] = own_cgroups(h['machine'])

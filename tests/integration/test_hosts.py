@@ -56,6 +56,17 @@ def test_each_host_runs_tor(hostbed):
             assert c.protocol_info is not None
 
 
+def test_no_host_reaches_a_package_mirror(hostbed):
+    """apt inside a host fails at once, as it does on CI machines without a way out."""
+    t0 = time.monotonic()
+    rc, results, out = ansible_adhoc(hostbed.inventory_path, 'all', 'shell',
+                                     'apt-get update -q --error-on=any; echo "apt-rc=$?"', timeout=120)
+    assert rc == 0, out
+    assert len(re.findall(r'apt-rc=100', out)) == hostbed.n, out
+    assert '127.0.0.1:9' in out, out
+    _say('apt-get update refused on %d hosts in %.1fs' % (hostbed.n, time.monotonic() - t0))
+
+
 def test_each_host_joined_the_private_network(hostbed):
     """Every host's tor bootstraps in privnet (it knows only our DirAuthorities)."""
     rc, results, out = ansible_adhoc(
