@@ -5,7 +5,7 @@
 # .build/venv-2.17, made first; no test is allowed to skip here (a skip fails the step).
 set -euo pipefail
 cd "$ONIONLAB_ROOT"
-bash tests/utils/oldest-venv.sh >/dev/null
+bash tests/utils/core-venv.sh 2.17 >/dev/null
 python tests/harness/hosts.py ensure-packages
 python -m pytest -p no:cacheprovider -q -rs tests/unit tests/integration "$@" | tee .build/pytest.log
 if grep -Eq '^SKIPPED|[0-9]+ skipped' .build/pytest.log; then

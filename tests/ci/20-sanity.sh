@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
-# ansible-test sanity for the collection, with the newest and the oldest ansible-core of the declared
-# range (meta/runtime.yml: >=2.17.0):
+# ansible-test sanity for the collection, with three ansible-cores of the declared range
+# (meta/runtime.yml: >=2.17.0), every sanity test each:
 #   - newest: the ansible-core of .venv (requirements-dev.txt; 2.19.x is the newest for Python 3.11),
-#     every sanity test, controller and target side on Python 3.11;
-#   - oldest: a pinned 2.17.x in .build/venv-2.17 (tests/utils/oldest-venv.sh), used
-#     only for ansible-test, every sanity test too (see SANITY_OLDEST_TESTS to narrow it).
+#     controller and target side on Python 3.11;
+#   - oldest: a pinned 2.17.x in .build/venv-2.17 (tests/utils/core-venv.sh 2.17), only for its
+#     ansible-test (see SANITY_OLDEST_TESTS to narrow it);
+#   - latest: a pinned 2.21.x in .build/venv-2.21 on Python 3.12+ (tests/utils/core-venv.sh 2.21),
+#     the newest release, whose controller needs 3.12. A machine without Python 3.12+ (a plain
+#     Debian 12) cannot run it: the step then says NOT CHECKED in its closing line.
 # Target-side tests (compile, import) also run on every further CPython 3.x interpreter found on
 # the machine (on PATH or in pyenv; none on a plain Debian machine) that the ansible-test supports
-# for targets: 3.8-3.13 with the newest, then only what the oldest adds (3.7).
+# for targets: 3.8-3.13 with the newest, then only what the others add (3.7 with the oldest,
+# 3.14 with the latest if present).
 #
 # ansible-test must run inside .../ansible_collections/onionlab/tor: the content of the collection
 # artifact (see stage_collection) is unpacked into a temp tree of that shape.
 # ansible-test bootstraps pip in its per-test virtualenvs with a get-pip script it downloads from
 # a host unreachable here; tests/utils/get_pip_standin.py is put in its cache when missing.
 #
-# Environment: SANITY_ONLY=newest|oldest runs one of the two; SANITY_ARGS adds ansible-test options
+# Environment: SANITY_ONLY=newest|oldest|latest runs one of the two; SANITY_ARGS adds ansible-test options
 # (e.g. "--test validate-modules"); SANITY_OLDEST_TESTS="compile import ..." limits the oldest run.
 set -euo pipefail
 cd "$ONIONLAB_ROOT"
@@ -29,10 +33,10 @@ log() { printf '\n-- %s\n' "$*"; }
 # place_get_pip PYTHON: put the stand-in where that ansible-test looks for its pinned pip's script.
 place_get_pip() {
     local version cache
-    version=$("$1" - <<'EOF'
-import types
+    version=$("$1" - "$CONTROLLER_PYTHON" <<'EOF'
+import sys, types
 from ansible_test._internal.python_requirements import get_venv_packages
-print(get_venv_packages(types.SimpleNamespace(version='3.11'))['pip'])
+print(get_venv_packages(types.SimpleNamespace(version=sys.argv[1]))['pip'])
 EOF
     )
     cache="$HOME/.ansible/test/cache/get_pip_${version//./_}.py"
@@ -86,7 +90,7 @@ EOF
 failures=()
 CHECKED_PYTHONS="$CONTROLLER_PYTHON"
 
-# run_sanity LABEL VENV_BIN [ansible-test args...]
+# run_sanity LABEL VENV_BIN [ansible-test args...]   (controller Python: $CONTROLLER_PYTHON)
 run_sanity() {
     local label="$1" bin="$2"; shift 2
     local logfile="$LOG_DIR/$label.log" rc=0 start
@@ -132,12 +136,29 @@ if [ -z "$only" ] || [ "$only" = newest ]; then
     run_target_pythons newest "$ONIONLAB_ROOT/.venv/bin"
 fi
 if [ -z "$only" ] || [ "$only" = oldest ]; then
-    oldest_bin=$(bash tests/utils/oldest-venv.sh)
+    oldest_bin=$(bash tests/utils/core-venv.sh 2.17)
     place_get_pip "$oldest_bin/python"
     oldest_tests=()
     for t in ${SANITY_OLDEST_TESTS:-}; do oldest_tests+=(--test "$t"); done
     run_sanity oldest "$oldest_bin" "${oldest_tests[@]}" "${extra_args[@]}"
     run_target_pythons oldest "$oldest_bin"
+fi
+
+not_checked=""
+if [ -z "$only" ] || [ "$only" = latest ]; then
+    rc=0
+    latest_bin=$(bash tests/utils/core-venv.sh 2.21) || rc=$?
+    if [ "$rc" = 3 ]; then
+        not_checked="ansible-core 2.21 NOT CHECKED (no Python 3.12+ on this machine)"
+    elif [ "$rc" != 0 ]; then
+        failures+=("latest-venv")
+    else
+        CONTROLLER_PYTHON=$("$latest_bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+        CHECKED_PYTHONS+=" $CONTROLLER_PYTHON"
+        place_get_pip "$latest_bin/python"
+        run_sanity latest "$latest_bin" "${extra_args[@]}"
+        run_target_pythons latest "$latest_bin"
+    fi
 fi
 
 if [ ${#failures[@]} -gt 0 ]; then
@@ -146,7 +167,7 @@ if [ ${#failures[@]} -gt 0 ]; then
         printf -- '---- %s (full log: %s)\n' "$label" "$LOG_DIR/$label.log"
         grep -E '^(ERROR|FATAL): ' "$LOG_DIR/$label.log" | sed "s|$STAGED/||" || true
     done
-    printf '\nRerun one with: SANITY_ONLY=newest|oldest SANITY_ARGS="--test NAME" ./run test 20-sanity\n'
+    printf '\nRerun one with: SANITY_ONLY=newest|oldest|latest SANITY_ARGS="--test NAME" ./run test 20-sanity\n'
     exit 1
 fi
-printf '\nansible-test sanity clean: %s\n' "${only:-newest and oldest}"
+printf '\nansible-test sanity clean: %s%s\n' "${only:-newest, oldest and latest}" "${not_checked:+; $not_checked}"

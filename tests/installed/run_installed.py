@@ -1,7 +1,10 @@
 # Copyright (c) 2026, onionlab.tor contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Run all_modules.yml against a throwaway tor with only the installed collection visible;
-fail unless every task ran from the installed copy and the play succeeded."""
+"""Run all_modules.yml against a throwaway tor with only the installed collection visible, with
+the ansible-playbook of the given bin directory (an ansible-core of the tested range); fail
+unless the play succeeded with that ansible-core and the modules came from the installed copy.
+
+Usage: run_installed.py COLLECTIONS_PATH ANSIBLE_BIN_DIR"""
 
 import json
 import os
@@ -15,14 +18,18 @@ sys.path.insert(0, str(HERE.parent))
 from harness.tor_instance import TorInstance  # noqa: E402
 
 
-def main(collections):
+def main(collections, bin_dir):
+    version = subprocess.run([os.path.join(bin_dir, "ansible-playbook"), "--version"], stdout=subprocess.PIPE,
+                             universal_newlines=True, check=True).stdout.splitlines()[0]
+    print("-- all_modules.yml with %s (%s)" % (version, bin_dir))
     base = Path(tempfile.mkdtemp(prefix="onionlab-installed-"))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections, ANSIBLE_COLLECTIONS_SCAN_SYS_PATH="false",
-               ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_NOCOLOR="1")
+               ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_NOCOLOR="1",
+               PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""))
     consensus = HERE.parents[2] / "shared" / "testdata" / "consensus" / "2022-11-19-cached-microdesc-consensus"
     with TorInstance(base / "tor") as tor:
         extra = {"tor_control_port": tor.control_port, "work_dir": str(base), "consensus_file": str(consensus)}
-        proc = subprocess.run(["ansible-playbook", "-i", "localhost,", "-c", "local", "-v", str(HERE / "all_modules.yml"),
+        proc = subprocess.run([os.path.join(bin_dir, "ansible-playbook"), "-i", "localhost,", "-c", "local", "-v", str(HERE / "all_modules.yml"),
                                "-e", json.dumps(extra)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               universal_newlines=True)
     print(proc.stdout[-4000:])
@@ -36,4 +43,4 @@ def main(collections):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(sys.argv[1], sys.argv[2]))
