@@ -9,6 +9,10 @@
 
 on_line(line) is called for every client line before it is forwarded; it may act (kill tor, wait)
 and return "close" to cut the connection instead of forwarding the line.
+on_reply(data, last_line) is called for every chunk tor sends, before it is forwarded, with the
+last command line the client sent on that connection; it may act likewise and return "close" to
+cut the connection instead of forwarding the chunk (tor applied the command, the client never
+hears so).
 """
 
 import socket
@@ -24,9 +28,10 @@ def _shutdown(*socks):
 
 
 class ControlTap(object):
-    def __init__(self, upstream_port, on_line=None, host="127.0.0.1"):
+    def __init__(self, upstream_port, on_line=None, host="127.0.0.1", on_reply=None):
         self.upstream = (host, upstream_port)
         self.on_line = on_line
+        self.on_reply = on_reply
         self.lines = []
         self.connections = 0
         self._server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -64,12 +69,13 @@ class ControlTap(object):
             except OSError:
                 client.close()
                 continue
-            for target, args in ((self._up, (client, upstream)), (self._down, (upstream, client))):
+            last = [b""]  # this connection's last command line
+            for target, args in ((self._up, (client, upstream, last)), (self._down, (upstream, client, last))):
                 thread = threading.Thread(target=target, args=args, daemon=True)
                 thread.start()
                 self._threads.append(thread)
 
-    def _up(self, client, upstream):
+    def _up(self, client, upstream, last):
         buf = b""
         try:
             while True:
@@ -82,6 +88,7 @@ class ControlTap(object):
                     line = line[:-1] if line.endswith(b"\r") else line
                     with self._lock:
                         self.lines.append(line)
+                    last[0] = line
                     if self.on_line and self.on_line(line) == "close":
                         return
                     upstream.sendall(line + b"\r\n")
@@ -93,12 +100,13 @@ class ControlTap(object):
         finally:
             _shutdown(client, upstream)
 
-    @staticmethod
-    def _down(upstream, client):
+    def _down(self, upstream, client, last):
         try:
             while True:
                 chunk = upstream.recv(65536)
                 if not chunk:
+                    break
+                if self.on_reply and self.on_reply(chunk, last[0]) == "close":
                     break
                 client.sendall(chunk)
         except OSError:

@@ -3,7 +3,9 @@
 """Faults during real module runs against a real tor, and what is left afterwards.
 
 tor SIGKILLed (by PID) in the middle of a run, at the moment the module sends its SETCONF (a
-recording tap, tests/harness/tap.py, sees the line and kills tor before forwarding it); tor
+recording tap, tests/harness/tap.py, sees the line and kills tor before forwarding it), or
+after tor applied it and before its reply reaches the module (tor killed, or only the
+connection cut); tor
 restarted between two runs; the cookie file replaced; the control port answering slowly,
 partially or with garbage (FakeTor); the drop-in on a full tmpfs; the service dir's parent
 read-only. Each gives one clear error; afterwards tor's configuration, the drop-in file and the
@@ -94,6 +96,58 @@ def test_tor_killed_at_setconf_then_restart_and_rerun(qtor, tmp_path):
     run = run_playbook(rerun + rerun, tmp_path)
     assert [t["status"] for t in run.tasks] == ["changed", "ok"], run.output
     qtor.restart()
+    run = run_playbook(rerun + [hs_task(qtor.control_port, tmp_path, "a", path=a, ports=[{"port": 80}])], tmp_path)
+    assert [t["status"] for t in run.tasks] == ["ok", "ok"], run.output
+    assert snapshot(qtor, tmp_path, [a])[2] == before[2]
+
+
+def _hostname(path):
+    with open(os.path.join(path, "hostname")) as f:
+        return f.read().strip()
+
+
+@pytest.mark.parametrize("tor_dies", [True, False], ids=["tor-killed", "connection-cut"])
+def test_setconf_applied_but_reply_lost(qtor, tmp_path, tor_dies):
+    """tor applies the SETCONF (and writes the new service's key), then the reply never arrives:
+    tor is SIGKILLed at that moment, or only the connection is cut while tor runs on. One clear
+    error; the old service's config, drop-in and key are intact; the key tor made is not deleted;
+    a rerun converges on that same key."""
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    run = run_playbook([hs_task(qtor.control_port, tmp_path, "a", path=a, ports=[{"port": 80}])], tmp_path)
+    assert run.tasks[0]["status"] == "changed", run.output
+    before = snapshot(qtor, tmp_path, [a])
+    cut = []
+
+    def lose_setconf_reply(data, last_line):
+        if last_line.startswith(b"SETCONF") and not cut:
+            cut.append(data)
+            if tor_dies:
+                os.kill(qtor.pid, signal.SIGKILL)
+                qtor.proc.wait(5)
+            return "close"
+
+    with ControlTap(qtor.control_port, on_reply=lose_setconf_reply) as tap:
+        run = run_playbook([hs_task(tap.port, tmp_path, "b", path=b, ports=[{"port": 81}])], tmp_path)
+    assert cut and cut[0].startswith(b"250"), cut  # tor did accept it
+    (task,) = run.tasks
+    assert task["status"] == "failed" and "closed the control connection" in task["result"]["msg"], task
+    assert "Traceback" not in run.output
+    made_key = os.path.join(b, "hs_ed25519_secret_key")
+    assert os.path.exists(made_key)                   # tor's new key is kept
+    made = open(made_key, "rb").read()
+    if tor_dies:
+        qtor.restart()
+        assert snapshot(qtor, tmp_path, [a]) == before  # tor comes back as before the run
+    else:
+        with connect(port=qtor.control_port) as ctl:   # tor runs on with what it applied
+            assert ("HiddenServiceDir", b) in ctl.get_conf("HiddenServiceDir")
+        assert snapshot(qtor, tmp_path, [a])[1:] == before[1:]  # drop-in and old keys untouched
+    rerun = [hs_task(qtor.control_port, tmp_path, "b", path=b, ports=[{"port": 81}])]
+    run = run_playbook(rerun + rerun, tmp_path)
+    assert [t["status"] for t in run.tasks] == ["changed", "ok"], run.output
+    assert open(made_key, "rb").read() == made        # the same key, so the same address
+    assert run.tasks[0]["result"]["onion_address"] == _hostname(b)
+    qtor.restart()                                     # and it persists
     run = run_playbook(rerun + [hs_task(qtor.control_port, tmp_path, "a", path=a, ports=[{"port": 80}])], tmp_path)
     assert [t["status"] for t in run.tasks] == ["ok", "ok"], run.output
     assert snapshot(qtor, tmp_path, [a])[2] == before[2]

@@ -25,7 +25,8 @@ import time
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
-from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import OperationFailed, ProtocolError, TorError
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import (
+    ConnectionFailed, OperationFailed, ProtocolError, TorError)
 
 AUTH_DIR = "authorized_clients"
 _TORRC_KEYWORD_RE = re.compile(r"^%?[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -144,6 +145,17 @@ def _check_dir(path, facts, group_readable):
                            "remove it) yourself: the module does not change an existing key directory"
                            % (path, "; ".join(problems)))
     return True
+
+
+def _remove_made_dir(path):
+    """Undo a directory this run made, unless a secret key is in it by now.
+
+    When the connection dies after SETCONF went out, tor may have applied it (and written the
+    service's new key) without the reply reaching us: such a key is tor's, possibly live, and is
+    never deleted; the rerun takes it up. A directory without a key holds nothing and goes."""
+    if os.path.lexists(os.path.join(path, "hs_ed25519_secret_key")):
+        return
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def _make_dir(path, facts):
@@ -354,11 +366,15 @@ class PersistentManager(object):
                     raise ServiceError("tor refused the onion-service configuration (%s); nothing was changed. "
                                        "Check that tor's user (%s) can write the service directories and that "
                                        "the options are valid" % (exc.explanation, self.facts.user or "?"))
+                except (ConnectionFailed, ProtocolError) as exc:
+                    raise ServiceError("%s after the new onion-service configuration was sent: tor may have "
+                                       "applied it or not. The drop-in was not changed and no key was deleted; "
+                                       "run again to converge" % exc)
         except BaseException:
             for undo in undo_clients:
                 undo()
             for path in made_dirs:
-                shutil.rmtree(path, ignore_errors=True)
+                _remove_made_dir(path)
             raise
         # 3. persistence
         if self.persist:
