@@ -1,7 +1,8 @@
 # Copyright (c) 2026, onionlab.tor contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Shared by the atheris targets: make the repository importable as ansible_collections.onionlab.tor
-(as tests/conftest.py does) and write seed corpora."""
+"""Shared by the atheris targets and the hypothesis properties (tests/unit/.../test_properties.py):
+make the repository importable as ansible_collections.onionlab.tor (as tests/conftest.py does),
+cut consensus seeds, stand in for tor's socket, and write seed corpora."""
 
 import os
 import sys
@@ -43,3 +44,29 @@ def write_seeds(directory, seeds):
         if not os.path.exists(path):
             with open(path, "wb") as handle:
                 handle.write(seed)
+
+
+class ChunkSocket(object):
+    """Stands in for a socket: recv() hands out the data in the given chunk sizes (cycled), then EOF."""
+
+    def __init__(self, data, sizes):
+        self.data = data
+        self.sizes = list(sizes) or [65536]
+        self.pos = 0
+        self.calls = 0
+
+    def settimeout(self, _timeout):
+        pass
+
+    def recv(self, limit):
+        size = min(limit, self.sizes[self.calls % len(self.sizes)])
+        self.calls += 1
+        chunk = self.data[self.pos:self.pos + max(1, size)]
+        self.pos += len(chunk)
+        return chunk
+
+    def sendall(self, _data):
+        pass
+
+    def close(self):
+        pass

@@ -14,7 +14,7 @@ import sys
 
 import atheris
 
-from _setup import link_collection, write_seeds
+from _setup import ChunkSocket, link_collection, write_seeds
 
 link_collection()
 
@@ -34,29 +34,10 @@ SEEDS = [
 ]
 
 
-class ChunkSocket(object):
-    def __init__(self, data, size):
-        self.data, self.size, self.pos = data, size, 0
-
-    def settimeout(self, _timeout):
-        pass
-
-    def recv(self, limit):
-        chunk = self.data[self.pos:self.pos + min(limit, self.size)]
-        self.pos += len(chunk)
-        return chunk
-
-    def sendall(self, _data):
-        pass
-
-    def close(self):
-        pass
-
-
 def TestOneInput(data):
     if not data:
         return
-    sock = ControlSocket(ChunkSocket(data[1:], data[0] + 1), "fuzz", timeout=5, max_line=2048, max_reply=16384)
+    sock = ControlSocket(ChunkSocket(data[1:], [data[0] + 1]), "fuzz", timeout=5, max_line=2048, max_reply=16384)
     try:
         for _ in range(len(data)):
             message = sock.recv_reply()

@@ -38,7 +38,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor.transport import
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_onion import expand  # noqa: E402
-from fuzz._setup import small_consensus  # the atheris seeds' cutter (tests/fuzz)
+from fuzz._setup import ChunkSocket, small_consensus  # shared with the atheris targets (tests/fuzz)
 
 SCALE = max(1, int(os.environ.get("ONIONLAB_FUZZ_SCALE", "1")))
 
@@ -61,32 +61,6 @@ CONSENSUS_DIR = _repo_root().parent / "shared" / "testdata" / "consensus"
 
 
 # -- the reply framing -------------------------------------------------------------------------
-
-class ChunkSocket(object):
-    """Stands in for a socket: recv() hands out the data in the given chunk sizes, then EOF."""
-
-    def __init__(self, data, sizes):
-        self.data = data
-        self.sizes = list(sizes) or [65536]
-        self.pos = 0
-        self.calls = 0
-
-    def settimeout(self, _timeout):
-        pass
-
-    def recv(self, limit):
-        size = min(limit, self.sizes[self.calls % len(self.sizes)])
-        self.calls += 1
-        chunk = self.data[self.pos:self.pos + max(1, size)]
-        self.pos += len(chunk)
-        return chunk
-
-    def sendall(self, _data):
-        pass
-
-    def close(self):
-        pass
-
 
 def read_all(data, sizes=(65536,), max_line=4096, max_reply=65536):
     """Every reply in data (as plain tuples), and the TorError that ended the stream."""
