@@ -68,11 +68,35 @@ def snapshot(tor, tmp_path, dirs, drop_in=None):
     return conf, open(str(drop_in), "rb").read() if os.path.exists(str(drop_in)) else None, files
 
 
-def test_tor_killed_at_setconf_then_restart_and_rerun(qtor, tmp_path):
+def _service_a_then_b(qtor, tmp_path):
+    """Service a made and snapshotted; b is the one the faulty run will try to add."""
     a, b = str(tmp_path / "a"), str(tmp_path / "b")
     run = run_playbook([hs_task(qtor.control_port, tmp_path, "a", path=a, ports=[{"port": 80}])], tmp_path)
     assert run.tasks[0]["status"] == "changed", run.output
-    before = snapshot(qtor, tmp_path, [a])
+    return a, b, snapshot(qtor, tmp_path, [a])
+
+
+def _assert_connection_lost(run):
+    (task,) = run.tasks
+    assert task["status"] == "failed" and "closed the control connection" in task["result"]["msg"], task
+    assert "Traceback" not in run.output
+
+
+def _rerun_converges(qtor, tmp_path, a, b, before):
+    """The rerun adds b (changed, then ok); after a restart both a and b are there unchanged and
+    a's keys are byte-equal to before. Returns the rerun."""
+    rerun = [hs_task(qtor.control_port, tmp_path, "b", path=b, ports=[{"port": 81}])]
+    run = run_playbook(rerun + rerun, tmp_path)
+    assert [t["status"] for t in run.tasks] == ["changed", "ok"], run.output
+    qtor.restart()
+    again = run_playbook(rerun + [hs_task(qtor.control_port, tmp_path, "a", path=a, ports=[{"port": 80}])], tmp_path)
+    assert [t["status"] for t in again.tasks] == ["ok", "ok"], again.output
+    assert snapshot(qtor, tmp_path, [a])[2] == before[2]
+    return run
+
+
+def test_tor_killed_at_setconf_then_restart_and_rerun(qtor, tmp_path):
+    a, b, before = _service_a_then_b(qtor, tmp_path)
     killed = []
 
     def kill_at_setconf(line):
@@ -85,20 +109,12 @@ def test_tor_killed_at_setconf_then_restart_and_rerun(qtor, tmp_path):
     with ControlTap(qtor.control_port, on_line=kill_at_setconf) as tap:
         run = run_playbook([hs_task(tap.port, tmp_path, "b", path=b, ports=[{"port": 81}])], tmp_path)
     assert killed, "no SETCONF seen"
-    (task,) = run.tasks
-    assert task["status"] == "failed" and "closed the control connection" in task["result"]["msg"], task
-    assert "Traceback" not in run.output
+    _assert_connection_lost(run)
     assert not os.path.exists(b)                      # the half-made directory was removed
     qtor.restart()
     assert snapshot(qtor, tmp_path, [a]) == before    # nothing lost, nothing half-configured
     # restarted between two runs: the persisted service is back, the rerun converges
-    rerun = [hs_task(qtor.control_port, tmp_path, "b", path=b, ports=[{"port": 81}])]
-    run = run_playbook(rerun + rerun, tmp_path)
-    assert [t["status"] for t in run.tasks] == ["changed", "ok"], run.output
-    qtor.restart()
-    run = run_playbook(rerun + [hs_task(qtor.control_port, tmp_path, "a", path=a, ports=[{"port": 80}])], tmp_path)
-    assert [t["status"] for t in run.tasks] == ["ok", "ok"], run.output
-    assert snapshot(qtor, tmp_path, [a])[2] == before[2]
+    _rerun_converges(qtor, tmp_path, a, b, before)
 
 
 def _hostname(path):
@@ -112,10 +128,7 @@ def test_setconf_applied_but_reply_lost(qtor, tmp_path, tor_dies):
     tor is SIGKILLed at that moment, or only the connection is cut while tor runs on. One clear
     error; the old service's config, drop-in and key are intact; the key tor made is not deleted;
     a rerun converges on that same key."""
-    a, b = str(tmp_path / "a"), str(tmp_path / "b")
-    run = run_playbook([hs_task(qtor.control_port, tmp_path, "a", path=a, ports=[{"port": 80}])], tmp_path)
-    assert run.tasks[0]["status"] == "changed", run.output
-    before = snapshot(qtor, tmp_path, [a])
+    a, b, before = _service_a_then_b(qtor, tmp_path)
     cut = []
 
     def lose_setconf_reply(data, last_line):
@@ -129,9 +142,7 @@ def test_setconf_applied_but_reply_lost(qtor, tmp_path, tor_dies):
     with ControlTap(qtor.control_port, on_reply=lose_setconf_reply) as tap:
         run = run_playbook([hs_task(tap.port, tmp_path, "b", path=b, ports=[{"port": 81}])], tmp_path)
     assert cut and cut[0].startswith(b"250"), cut  # tor did accept it
-    (task,) = run.tasks
-    assert task["status"] == "failed" and "closed the control connection" in task["result"]["msg"], task
-    assert "Traceback" not in run.output
+    _assert_connection_lost(run)
     made_key = os.path.join(b, "hs_ed25519_secret_key")
     assert os.path.exists(made_key)                   # tor's new key is kept
     made = open(made_key, "rb").read()
@@ -142,15 +153,9 @@ def test_setconf_applied_but_reply_lost(qtor, tmp_path, tor_dies):
         with connect(port=qtor.control_port) as ctl:   # tor runs on with what it applied
             assert ("HiddenServiceDir", b) in ctl.get_conf("HiddenServiceDir")
         assert snapshot(qtor, tmp_path, [a])[1:] == before[1:]  # drop-in and old keys untouched
-    rerun = [hs_task(qtor.control_port, tmp_path, "b", path=b, ports=[{"port": 81}])]
-    run = run_playbook(rerun + rerun, tmp_path)
-    assert [t["status"] for t in run.tasks] == ["changed", "ok"], run.output
+    rerun = _rerun_converges(qtor, tmp_path, a, b, before)  # and it persists over a restart
     assert open(made_key, "rb").read() == made        # the same key, so the same address
-    assert run.tasks[0]["result"]["onion_address"] == _hostname(b)
-    qtor.restart()                                     # and it persists
-    run = run_playbook(rerun + [hs_task(qtor.control_port, tmp_path, "a", path=a, ports=[{"port": 80}])], tmp_path)
-    assert [t["status"] for t in run.tasks] == ["ok", "ok"], run.output
-    assert snapshot(qtor, tmp_path, [a])[2] == before[2]
+    assert rerun.tasks[0]["result"]["onion_address"] == _hostname(b)
 
 
 def test_cookie_file_replaced(qtor, tmp_path):
