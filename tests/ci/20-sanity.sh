@@ -18,7 +18,7 @@
 # ansible-test bootstraps pip in its per-test virtualenvs with a get-pip script it downloads from
 # a host unreachable here; tests/utils/get_pip_standin.py is put in its cache when missing.
 #
-# Environment: SANITY_ONLY=newest|oldest|latest runs one of the two; SANITY_ARGS adds ansible-test options
+# Environment: SANITY_ONLY=newest|oldest|latest runs one of the three; SANITY_ARGS adds ansible-test options
 # (e.g. "--test validate-modules"); SANITY_OLDEST_TESTS="compile import ..." limits the oldest run.
 set -euo pipefail
 cd "$ONIONLAB_ROOT"

@@ -19,7 +19,8 @@ from harness.tor_instance import TorInstance  # noqa: E402
 
 
 def main(collections, bin_dir):
-    version = subprocess.run([os.path.join(bin_dir, "ansible-playbook"), "--version"], stdout=subprocess.PIPE,
+    playbook = os.path.join(bin_dir, "ansible-playbook")
+    version = subprocess.run([playbook, "--version"], stdout=subprocess.PIPE,
                              universal_newlines=True, check=True).stdout.splitlines()[0]
     print("-- all_modules.yml with %s (%s)" % (version, bin_dir))
     base = Path(tempfile.mkdtemp(prefix="onionlab-installed-"))
@@ -29,7 +30,7 @@ def main(collections, bin_dir):
     consensus = HERE.parents[2] / "shared" / "testdata" / "consensus" / "2022-11-19-cached-microdesc-consensus"
     with TorInstance(base / "tor") as tor:
         extra = {"tor_control_port": tor.control_port, "work_dir": str(base), "consensus_file": str(consensus)}
-        proc = subprocess.run([os.path.join(bin_dir, "ansible-playbook"), "-i", "localhost,", "-c", "local", "-v", str(HERE / "all_modules.yml"),
+        proc = subprocess.run([playbook, "-i", "localhost,", "-c", "local", "-v", str(HERE / "all_modules.yml"),
                                "-e", json.dumps(extra)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               universal_newlines=True)
     print(proc.stdout[-4000:])

@@ -23,10 +23,7 @@ find_python() {
         for candidate in "$(command -v "python3.$minor" || true)" \
                          $(ls -d "$root"/versions/3."$minor".*/bin/python3."$minor" 2>/dev/null | sort -V | tail -1); do
             [ -n "$candidate" ] || continue
-            if "$candidate" -c 'import sys, venv; print(sys.executable)' >/dev/null 2>&1; then
-                "$candidate" -c 'import sys; print(sys.executable)'
-                return 0
-            fi
+            "$candidate" -c 'import sys, venv; print(sys.executable)' 2>/dev/null && return 0
         done
     done
     return 1
