@@ -81,13 +81,19 @@ class ControlSocket(object):
     @classmethod
     def unix(cls, path, timeout=DEFAULT_TIMEOUT, **kwargs):
         where = "socket %s" % path
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(timeout)
+        sock = None
         try:
+            # socket() fails too (EMFILE, ENOBUFS): inside the try, so every OSError is a
+            # ConnectionFailed, and a socket that was made is closed whatever goes wrong
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(timeout)
             sock.connect(path)
-        except OSError as exc:
-            sock.close()
-            raise _connect_error(exc, where)
+        except BaseException as exc:
+            if sock is not None:
+                sock.close()
+            if isinstance(exc, OSError):
+                raise _connect_error(exc, where)
+            raise
         return cls(sock, where, timeout, **kwargs)
 
     # -- writing ---------------------------------------------------------------------------

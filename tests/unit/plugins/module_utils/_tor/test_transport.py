@@ -3,6 +3,7 @@
 """Transport and reply framing (transport.py) against a scripted peer over a real socket."""
 
 import contextlib
+import errno
 import os
 import socket
 import threading
@@ -364,6 +365,69 @@ def test_unix_socket_that_is_not_a_socket(tmp_path):
     path.write_text("x")
     with pytest.raises(ConnectionFailed, match="control socket %s" % path):
         ControlSocket.unix(str(path), timeout=2)
+
+
+def test_unix_socket_cannot_be_created(monkeypatch, tmp_path):
+    """Out of descriptors: socket() itself fails -- a ConnectionFailed naming the path, not a bare OSError."""
+    def no_socket(*args, **kwargs):
+        raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+
+    monkeypatch.setattr(transport.socket, "socket", no_socket)
+    path = str(tmp_path / "control")
+    with pytest.raises(ConnectionFailed, match="control socket %s: Too many open files" % path):
+        ControlSocket.unix(path, timeout=2)
+
+
+class _FailingSocket(object):
+    """A socket whose settimeout or connect fails with `error`; records whether it was closed."""
+
+    def __init__(self, fail_in, error):
+        self.fail_in = fail_in
+        self.error = error
+        self.closed = False
+
+    def _maybe_fail(self, name):
+        if self.fail_in == name:
+            raise self.error
+
+    def settimeout(self, timeout):
+        self._maybe_fail("settimeout")
+
+    def connect(self, address):
+        self._maybe_fail("connect")
+
+    def close(self):
+        self.closed = True
+
+
+@pytest.mark.parametrize("fail_in", ["settimeout", "connect"])
+def test_unix_socket_closed_when_setup_fails(monkeypatch, tmp_path, fail_in):
+    """An OSError after the socket exists is a ConnectionFailed and the socket is closed (no leak)."""
+    made = []
+
+    def failing_socket(*args, **kwargs):
+        made.append(_FailingSocket(fail_in, OSError(errno.ENOBUFS, os.strerror(errno.ENOBUFS))))
+        return made[-1]
+
+    monkeypatch.setattr(transport.socket, "socket", failing_socket)
+    path = str(tmp_path / "control")
+    with pytest.raises(ConnectionFailed, match="control socket %s: No buffer space" % path):
+        ControlSocket.unix(path, timeout=2)
+    assert len(made) == 1 and made[0].closed
+
+
+def test_unix_socket_closed_on_other_errors(monkeypatch, tmp_path):
+    """Not an OSError (here a ValueError, as for a path with a NUL byte): raised as it is, the socket closed."""
+    made = []
+
+    def failing_socket(*args, **kwargs):
+        made.append(_FailingSocket("connect", ValueError("embedded null byte")))
+        return made[-1]
+
+    monkeypatch.setattr(transport.socket, "socket", failing_socket)
+    with pytest.raises(ValueError, match="embedded null byte"):
+        ControlSocket.unix(str(tmp_path / "control"), timeout=2)
+    assert len(made) == 1 and made[0].closed
 
 
 @pytest.mark.parametrize("port", ["abc", "", None, 0, -1, 65536, 70000, "80\r\n81"])
