@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Benchmark: consensus.py against Stem (validate=True, and validate=False for reference).
 
-For every file in ../shared/testdata/consensus/ (relative to the repository root):
+For every consensus in tests/data/consensus/ (origins in tests/data/README.md):
 
 * wall time: the document is read once; each repetition parses it with every parser in turn
   (interleaved, so all see the same machine load); best and median over the repetitions;
@@ -36,8 +36,11 @@ import sys
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHARED = os.path.join(os.path.dirname(REPO), "shared", "testdata", "consensus")
 COLLECTIONS = os.path.join(REPO, ".build", "collections")
+sys.path.append(os.path.join(REPO, "tests"))
+from harness.data import CONSENSUS_DIR  # noqa: E402  (the documents: tests/data/consensus/)
+
+DATA = str(CONSENSUS_DIR)
 
 
 def _import_paths():
@@ -110,9 +113,9 @@ def bench_verify(reps):
     _import_paths()
     from ansible_collections.onionlab.tor.plugins.module_utils._tor import consensus, rsa_verify
 
-    with open(os.path.join(SHARED, "2017-03-10-cached-microdesc-consensus"), "rb") as handle:
+    with open(os.path.join(DATA, "2017-03-10-cached-microdesc-consensus"), "rb") as handle:
         doc = handle.read()
-    with open(os.path.join(SHARED, "2017-03-10-cached-certs"), "rb") as handle:
+    with open(os.path.join(DATA, "2017-03-10-cached-certs"), "rb") as handle:
         certs = handle.read()
     now = "2017-03-10T10:00:00Z"
     total, cert_only = [], []
@@ -139,11 +142,11 @@ def main():
     if args.child:
         child(*args.child)
         return
-    files = sorted(f for f in os.listdir(SHARED) if f.endswith("consensus"))
+    files = sorted(f for f in os.listdir(DATA) if f.endswith("consensus"))
     names = ("ours", "ours summary", "stem validate", "stem no-validate")
     # Memory first, while this process is still small: Linux carries a process's peak RSS
     # over fork+exec into the child's ru_maxrss, which would hide the child's own growth.
-    memories = dict((name, dict((p, measure_memory(p, os.path.join(SHARED, name), args.mem_reps))
+    memories = dict((name, dict((p, measure_memory(p, os.path.join(DATA, name), args.mem_reps))
                                 for p in names)) for name in files)
     parsers = _parsers()
     print("Python %s, %d repetitions (wall time), memory: min of %d fresh interpreters"
@@ -153,7 +156,7 @@ def main():
     print(header)
     print("-" * len(header))
     for name in files:
-        path = os.path.join(SHARED, name)
+        path = os.path.join(DATA, name)
         with open(path, "rb") as handle:
             data = handle.read()
         times = measure_time(parsers, data, args.reps)

@@ -8,9 +8,12 @@ import os
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+TESTS = Path(__file__).resolve().parents[1]
+if str(TESTS) not in sys.path:  # a fuzz target run as a script: tests/ for harness.data
+    sys.path.append(str(TESTS))
+from harness.data import CONSENSUS_DIR, REPO  # noqa: E402  (the seeds: tests/data/consensus/)
+
 COLLECTIONS = REPO / ".build" / "collections"
-CONSENSUS_DIR = REPO.parent / "shared" / "testdata" / "consensus"
 
 
 def link_collection():

@@ -4,7 +4,7 @@
 
 Input: byte 0 picks the parse path (the bulk matcher, the per-router iterator, the general line
 parser) and bytes or text; the rest is the document. Seeds: the real documents of
-../shared/testdata/consensus/, cut to a few routers. Only ConsensusError may escape; anything
+tests/data/consensus/, cut to a few routers. Only ConsensusError may escape; anything
 else, or a hang (libFuzzer's -timeout), is a crash. Run (see tests/fuzz/README.md):
 
     .venv/bin/python tests/fuzz/fuzz_consensus.py -max_total_time=60 -timeout=10 -max_len=65536 CORPUS_DIR
@@ -39,7 +39,7 @@ def TestOneInput(data):
 
 def main():
     corpus = [a for a in sys.argv[1:] if not a.startswith("-")]
-    if corpus and CONSENSUS_DIR.is_dir():
+    if corpus:
         seeds = []
         for path in sorted(CONSENSUS_DIR.glob("*consensus")):
             small = small_consensus(path.read_bytes())

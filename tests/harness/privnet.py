@@ -35,9 +35,12 @@ Readiness is watched, not slept for:
 3. only then are the client and the onion-service tor started, and their
    logs are watched for ``Bootstrapped 100%``.
 
-The first vote is placed on the wall-clock grid ~8 s after start
-(``TestingV3AuthVotingStartOffset``), see
-``/work/shared/reference/private-tor-network.md``.
+The first vote is placed on the wall-clock grid ~8 s after start: votes run
+on a grid of ``TestingV3AuthInitialVotingInterval 10``, and
+``TestingV3AuthVotingStartOffset`` = (start time + 8) mod 10, so the first
+consensus comes once the relays have uploaded their descriptors and already
+lists every one (with a 5 s interval the first vote often came too early, and
+that incomplete consensus stuck for ~10 s more).
 
 CLI::
 

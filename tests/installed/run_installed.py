@@ -15,6 +15,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+from harness.data import CONSENSUS_DIR  # noqa: E402
 from harness.tor_instance import TorInstance  # noqa: E402
 
 
@@ -27,7 +28,7 @@ def main(collections, bin_dir):
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections, ANSIBLE_COLLECTIONS_SCAN_SYS_PATH="false",
                ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_NOCOLOR="1",
                PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""))
-    consensus = HERE.parents[2] / "shared" / "testdata" / "consensus" / "2022-11-19-cached-microdesc-consensus"
+    consensus = CONSENSUS_DIR / "2022-11-19-cached-microdesc-consensus"
     with TorInstance(base / "tor") as tor:
         extra = {"tor_control_port": tor.control_port, "work_dir": str(base), "consensus_file": str(consensus)}
         proc = subprocess.run([playbook, "-i", "localhost,", "-c", "local", "-v", str(HERE / "all_modules.yml"),

@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """onionlab.tor.tor_consensus_facts in real ansible-playbook runs, Stem 1.8.2 (test-only) as the oracle.
 
-* Files: every consensus of ../shared/testdata/consensus/ (read-only), with the filters, fields,
+* Files: every consensus of tests/data/consensus/, with the filters, fields,
   limit and summary_only, their header, authorities and routers equal to Stem's; the 2017
   consensus with its key certificates (verify_signatures, authorities known / document / a list);
   malformed and missing files and bad options fail with one clear message; check mode returns
@@ -35,19 +35,17 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor import consensus
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from ansible_collections.onionlab.tor.plugins.modules import tor_consensus_facts as module_code
 from harness.ansible_run import REPO, run_playbook
+from harness.data import CONSENSUS_DIR
 
 sys.path.insert(0, str(REPO / "tests" / "unit" / "plugins" / "module_utils" / "_tor"))
 from stem_oracle import stem_authorities, stem_document, stem_header, stem_router  # noqa: E402
 
 MODULE = "onionlab.tor.tor_consensus_facts"
-SHARED = REPO.parent / "shared" / "testdata"
-CONSENSUS_DIR = SHARED / "consensus"
-FILES = sorted(p.name for p in CONSENSUS_DIR.glob("*consensus")) if CONSENSUS_DIR.is_dir() else []
+FILES = sorted(p.name for p in CONSENSUS_DIR.glob("*consensus"))
 CERTS_2017 = CONSENSUS_DIR / "2017-03-10-cached-certs"
 MD_2017 = CONSENSUS_DIR / "2017-03-10-cached-microdesc-consensus"
 NS_2022 = CONSENSUS_DIR / "2022-11-19-cached-consensus"
 KEYS = module_code.GETINFO_KEYS
-needs_data = pytest.mark.skipif(not FILES, reason="shared test data not present")
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -123,7 +121,6 @@ def assert_routers_equal_stem(routers, stem, fields=None):
 
 
 # -- files ---------------------------------------------------------------------------------------
-@needs_data
 @pytest.mark.parametrize("name", FILES)
 def test_file_filters_fields_and_summary(name, tmp_path):
     path = str(CONSENSUS_DIR / name)
@@ -173,7 +170,6 @@ def test_file_filters_fields_and_summary(name, tmp_path):
     assert facts(run, "none")["routers"] == []
 
 
-@needs_data
 def test_every_router_of_a_file_equals_stem(tmp_path):
     """summary_only: false with no filter returns every router (with a warning about the size)."""
     data = MD_2017.read_bytes()
@@ -189,7 +185,6 @@ def test_every_router_of_a_file_equals_stem(tmp_path):
     assert "returning 1001 routers with every field" in run.output
 
 
-@needs_data
 def test_verify_signatures_2017(tmp_path):
     path, certs = str(MD_2017), str(CERTS_2017)
     stem = stem_of(MD_2017.read_bytes())
@@ -248,7 +243,6 @@ def _mutate_router(text, index, keyword, new_line):
     return text[:start] + new_line + text[end:], text.count("\n", 0, start) + 1
 
 
-@needs_data
 def test_malformed_and_missing(tmp_path):
     text = NS_2022.read_text()
     dup, dup_line = _mutate_router(text, 3000, "s", "s Fast Running Valid Fast")
@@ -292,7 +286,6 @@ def test_malformed_and_missing(tmp_path):
     assert facts(run, "path and port")["source"]["type"] == "file"
 
 
-@needs_data
 def test_check_mode_same_facts(tmp_path):
     args = dict(path=str(MD_2017), certs_path=str(CERTS_2017), verify_signatures=True, flags=["Guard"],
                 limit=20, now="2017-03-10 10:30:00")
@@ -470,7 +463,7 @@ def test_consensus_check_example(privnet, tmp_path):
 
 def test_module_examples_run(privnet, tmp_path):
     """The module's EXAMPLES as written, but pointed at the test data and the private network
-    (control_port 9051 -> an authority; /var/lib/tor and /srv/archive -> the shared test data;
+    (control_port 9051 -> an authority; /var/lib/tor and /srv/archive -> tests/data/consensus/;
     no become; the private network's authorities for the signature check)."""
     node = privnet.authorities[0]
     text = module_code.EXAMPLES.replace("/var/lib/tor/cached-consensus", str(NS_2022))

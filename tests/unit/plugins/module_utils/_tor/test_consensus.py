@@ -2,8 +2,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """consensus.py against Stem 1.8.2 (the oracle, test-only) on real documents, and on malformed ones.
 
-Documents: every file in ../shared/testdata/consensus/, and these Stem samples from
-../shared/testdata/stem-conformance/:
+Documents (tests/data/, origins in its README.md): every consensus in tests/data/consensus/, and
+these Stem samples from tests/data/stem-conformance/:
 
 * cached-consensus   -- a consensus written by a private test network's tor (method 26).  Stem's
   validate=True refuses it for its empty client-versions/server-versions lines, which tor writes
@@ -29,32 +29,19 @@ import pytest
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import consensus as C
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.consensus import ConsensusError, parse_consensus
 
+from harness.data import CONSENSUS_DIR, DATA_DIR, REPO
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from stem_oracle import stem_authorities, stem_document, stem_header, stem_router  # noqa: E402
-
-
-def _repo_root():
-    for parent in Path(__file__).resolve().parents:
-        if (parent / "galaxy.yml").exists():
-            return parent
-    return Path(__file__).resolve().parents[5]
-
-
-REPO = _repo_root()
-SHARED = REPO.parent / "shared" / "testdata"
-CONSENSUS_DIR = SHARED / "consensus"
-STEM_DIR = SHARED / "stem-conformance"
 
 BIG = sorted(p.name for p in CONSENSUS_DIR.glob("*consensus"))
 # (file, Stem validate=True possible?)
 STEM_SAMPLES = [("cached-consensus", False), ("metrics_consensus", True), ("metrics_vote", True)]
 DOCS = [("consensus", name, True) for name in BIG] + [("stem-conformance", n, v) for n, v in STEM_SAMPLES]
 
-pytestmark = pytest.mark.skipif(not CONSENSUS_DIR.is_dir(), reason="shared test data not present")
-
 
 def read(sub, name):
-    return (SHARED / sub / name).read_bytes()
+    return (DATA_DIR / sub / name).read_bytes()
 
 
 def strip_annotation(data):

@@ -3,7 +3,7 @@
 """Property-based tests (hypothesis) of everything that parses what a peer or a user gives us:
 the control-reply framing (transport.py over a fake socket that delivers bytes in arbitrary
 chunks), QuotedString quote/unquote, parse_mapping, parse_key_values, PROTOCOLINFO, the
-consensus parser (mutations of the real documents in ../shared/testdata/consensus/) and the
+consensus parser (mutations of the real documents in tests/data/consensus/) and the
 onion key/address code.
 
 The rule everywhere: only the documented exception types escape (TorError subclasses for the
@@ -39,6 +39,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor.transport import
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_onion import expand  # noqa: E402
 from fuzz._setup import ChunkSocket, small_consensus  # shared with the atheris targets (tests/fuzz)
+from harness.data import CONSENSUS_DIR
 
 SCALE = max(1, int(os.environ.get("ONIONLAB_FUZZ_SCALE", "1")))
 
@@ -48,16 +49,6 @@ def budget(n, deadline_ms=2000):
     return settings(max_examples=n * SCALE, deadline=deadline_ms, derandomize=SCALE == 1,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                            HealthCheck.filter_too_much])
-
-
-def _repo_root():
-    for parent in Path(__file__).resolve().parents:
-        if (parent / "galaxy.yml").exists():
-            return parent
-    raise RuntimeError("repository root not found")
-
-
-CONSENSUS_DIR = _repo_root().parent / "shared" / "testdata" / "consensus"
 
 
 # -- the reply framing -------------------------------------------------------------------------
@@ -354,14 +345,7 @@ def test_services_from_conf_only_protocol_error(pairs):
 
 # -- the consensus parser -----------------------------------------------------------------------
 
-def _documents():
-    if not CONSENSUS_DIR.is_dir():
-        return []
-    return [small_consensus(p.read_bytes(), routers=6) for p in sorted(CONSENSUS_DIR.glob("*consensus"))]
-
-
-DOCS = _documents()
-needs_docs = pytest.mark.skipif(not DOCS, reason="shared consensus test data not present")
+DOCS = [small_consensus(p.read_bytes(), routers=6) for p in sorted(CONSENSUS_DIR.glob("*consensus"))]
 
 MUTATION_TOKENS = [b" ", b"\n", b"\r\n", b"\x00", b"\xff", b"-", b"=", b"0", b"9999999999", b"-1", b"r ", b"s ",
                    b"m ", b"w Bandwidth=", b"p accept ", b"v Tor ", b"pr ", b"a [::1]:1", b"-----BEGIN ",
@@ -409,7 +393,6 @@ def _consensus_outcome(doc, mode):
     return ("ok", result["router_count"], tuple(r.get("fingerprint") for r in result["routers"]))
 
 
-@needs_docs
 @budget(600, deadline_ms=5000)
 @given(index=st.integers(0, 2), seed=st.integers(0, 2 ** 32), count=st.integers(1, 6),
        as_text=st.booleans())
@@ -425,9 +408,8 @@ def test_consensus_mutations(index, seed, count, as_text):
     assert len(outcomes) == 1, outcomes
 
 
-@needs_docs
 @budget(20, deadline_ms=20000)
-@given(name=st.sampled_from(sorted(p.name for p in CONSENSUS_DIR.glob("*consensus")) if DOCS else ["x"]),
+@given(name=st.sampled_from(sorted(p.name for p in CONSENSUS_DIR.glob("*consensus"))),
        seed=st.integers(0, 2 ** 32), count=st.integers(1, 4))
 def test_consensus_mutations_full_documents(name, seed, count):
     """Mutations anywhere in a whole ~2 MB document (thousands of routers)."""

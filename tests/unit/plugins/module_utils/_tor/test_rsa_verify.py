@@ -6,7 +6,6 @@ shipped directory-authority list (dirauths.py), with Stem as the oracle where it
 import base64
 import hashlib
 import json
-from pathlib import Path
 
 import pytest
 from stem.descriptor.networkstatus import KeyCertificate, NetworkStatusDocumentV3
@@ -19,12 +18,10 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor.consensus import
     verify_signatures,
 )
 
-SHARED = Path(__file__).resolve().parents[5].parent / "shared" / "testdata"
-CONS = SHARED / "consensus"
-STEM = SHARED / "stem-conformance"
-NOW_2017 = "2017-03-10T10:30:00Z"
+from harness.data import CONSENSUS_DIR as CONS
+from harness.data import STEM_DIR as STEM
 
-pytestmark = pytest.mark.skipif(not CONS.is_dir(), reason="shared test data not present")
+NOW_2017 = "2017-03-10T10:30:00Z"
 
 
 @pytest.fixture(scope="module")
