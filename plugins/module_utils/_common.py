@@ -50,10 +50,27 @@ def connect_module(module):
                    password=p["control_password"], cookie_path=p["cookie_path"], timeout=p["timeout"])
 
 
-def fail(module, exc, **result):
-    """One clear fail_json for a client error; the message never holds a secret."""
+# What every module catches around its work and hands to fail(): the client's errors and the
+# operating system's (a file it reads, a descriptor it cannot get). Anything else is a bug and
+# keeps its traceback.
+MODULE_ERRORS = (TorError, OSError)
+
+
+def error_message(exc):
+    """One line for an error: the client's own text, an OSError as 'reason: file' (no errno
+    number, no repr quotes), anything else prefixed with its type."""
     if isinstance(exc, TorError):
-        msg = str(exc)
-    else:
-        msg = "%s: %s" % (type(exc).__name__, exc)
-    module.fail_json(msg=msg, error=type(exc).__name__, **result)
+        return str(exc)
+    if isinstance(exc, OSError):
+        if exc.strerror:
+            return exc.strerror if exc.filename is None else "%s: %s" % (exc.strerror, exc.filename)
+        return str(exc) or type(exc).__name__
+    return "%s: %s" % (type(exc).__name__, exc)
+
+
+def fail(module, exc, msg=None, **result):
+    """One clear fail_json for an error (MODULE_ERRORS, or a module's own); the message never
+    holds a secret. msg replaces the default message (a module that adds context); error is
+    the exception's type, OSError for every OSError (the kind is in the message)."""
+    error = "OSError" if isinstance(exc, OSError) else type(exc).__name__
+    module.fail_json(msg=error_message(exc) if msg is None else msg, error=error, **result)

@@ -355,13 +355,13 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.onionlab.tor.plugins.module_utils._common import (
+    MODULE_ERRORS,
     connect_module,
     control_argument_spec,
     fail,
     module_kwargs,
 )
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.accounting import GROUPS, collect
-from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import TorError
 
 
 def main():
@@ -371,7 +371,7 @@ def main():
     try:
         with connect_module(module) as tor:
             facts, missing = collect(tor, module.params["include"], connected=time.time())
-    except TorError as exc:
+    except MODULE_ERRORS as exc:
         fail(module, exc, changed=False)
     module.exit_json(changed=False, missing_keys=missing, ansible_facts={"tor": facts})
 

@@ -602,6 +602,7 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.onionlab.tor.plugins.module_utils._common import (
+    MODULE_ERRORS,
     connect_module,
     control_argument_spec,
     fail,
@@ -623,8 +624,9 @@ _HEX40 = re.compile(r"[0-9A-Fa-f]{40}\Z")
 _NOW_RE = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})[T ]([0-9]{2}:[0-9]{2}:[0-9]{2})(?:\.[0-9]+)?(?:Z|[+-]00:?00)?\Z")
 
 
-class _NotAvailable(Exception):
-    """Tor has no consensus of the asked flavour(s)."""
+class ConsensusNotAvailable(TorError):
+    """Tor has no consensus of the asked flavour(s) (or not the DataDirectory it needs); its
+    type name is the result's error."""
 
 
 def _authorities(value):
@@ -679,25 +681,26 @@ def _read_from_tor(tor, flavor):
             refused.append((name, key, exc))
     answers = "; ".join("GETINFO %s: %s %s" % (key, exc.code, exc.message) for _name, key, exc in refused)
     if flavor == "auto" and all(exc.code == "551" for _name, _key, exc in refused):
-        raise _NotAvailable("tor has no consensus yet: it has not fetched one (it is still bootstrapping, or "
-                            "DisableNetwork is set) (tor answered %s)" % answers)
+        raise ConsensusNotAvailable("tor has no consensus yet: it has not fetched one (it is still bootstrapping, "
+                                    "or DisableNetwork is set) (tor answered %s)" % answers)
     if flavor == "auto":
-        raise _NotAvailable("tor offers no consensus over the control port (tor answered %s)" % answers)
+        raise ConsensusNotAvailable("tor offers no consensus over the control port (tor answered %s)" % answers)
     if refused[0][2].code == "552":
-        raise _NotAvailable("this tor does not know the GETINFO key %s (the microdesc consensus is offered by tor "
-                            "0.4.3 and later); use flavor: auto or ns (tor answered %s)" % (refused[0][1], answers))
+        raise ConsensusNotAvailable("this tor does not know the GETINFO key %s (the microdesc consensus is offered by "
+                                    "tor 0.4.3 and later); use flavor: auto or ns (tor answered %s)"
+                                    % (refused[0][1], answers))
     if flavor == "ns":
-        raise _NotAvailable("tor has no ns (full) consensus: a client tor keeps only the microdesc consensus unless "
-                            "FetchUselessDescriptors 1 or UseMicrodescriptors 0 is set; use flavor: auto or "
-                            "microdesc (tor answered %s)" % answers)
-    raise _NotAvailable("tor has no microdesc consensus (tor answered %s)" % answers)
+        raise ConsensusNotAvailable("tor has no ns (full) consensus: a client tor keeps only the microdesc consensus "
+                                    "unless FetchUselessDescriptors 1 or UseMicrodescriptors 0 is set; use flavor: "
+                                    "auto or microdesc (tor answered %s)" % answers)
+    raise ConsensusNotAvailable("tor has no microdesc consensus (tor answered %s)" % answers)
 
 
 def _data_directory(tor):
     for key, value in tor.get_conf("DataDirectory"):
         if key.lower() == "datadirectory" and value:
             return value
-    raise _NotAvailable("tor did not report its DataDirectory; set certs_path")
+    raise ConsensusNotAvailable("tor did not report its DataDirectory; set certs_path")
 
 
 def main():
@@ -725,7 +728,7 @@ def main():
         authorities = _authorities(p["authorities"])
         now = _now(p["now"])
     except ValueError as exc:
-        module.fail_json(msg=str(exc), error="ValueError")
+        fail(module, exc, msg=str(exc))
     if p["limit"] is not None and p["limit"] < 0:
         module.fail_json(msg="limit must be 0 or more, got %d" % p["limit"], error="ValueError")
     if p["verify_signatures"] and p["path"] and not p["certs_path"]:
@@ -756,22 +759,17 @@ def main():
             try:
                 certs = _rsa.parse_certificates(certs_text)
             except _rsa.CertificateError as exc:
-                module.fail_json(msg="malformed key certificates in %s: %s" % (certs_path, exc),
-                                 error="CertificateError", line=exc.line)
+                fail(module, exc, msg="malformed key certificates in %s: %s" % (certs_path, exc), line=exc.line)
         facts = _consensus.parse_consensus(
             data, flags=p["flags"], fingerprints=p["fingerprints"], nicknames=p["nicknames"],
             min_bandwidth=p["min_bandwidth"], limit=p["limit"], fields=p["fields"],
             summary_only=summary_only, now=now, certs=certs, authorities=authorities)
     except _consensus.ConsensusError as exc:
-        module.fail_json(msg="malformed %s: %s" % (what, exc), error="ConsensusError", line=exc.line)
-    except _NotAvailable as exc:
-        module.fail_json(msg=str(exc), error="ConsensusNotAvailable")
-    except OSError as exc:
-        module.fail_json(msg=str(exc), error="OSError")
-    except TorError as exc:
-        fail(module, exc, changed=False)
-    except ValueError as exc:
-        module.fail_json(msg=str(exc), error="ValueError")
+        fail(module, exc, msg="malformed %s: %s" % (what, exc), line=exc.line)
+    except MODULE_ERRORS as exc:  # ConsensusNotAvailable, the client's errors, a file that cannot be read
+        fail(module, exc)
+    except ValueError as exc:     # an option value the parser refuses (fields, filters)
+        fail(module, exc, msg=str(exc))
 
     if p["flavor"] != "auto" and facts["flavor"] != p["flavor"]:
         module.fail_json(msg="the %s is a %s consensus, not %s (flavor: %s)"

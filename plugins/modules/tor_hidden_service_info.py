@@ -119,13 +119,13 @@ hidden_services:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.onionlab.tor.plugins.module_utils._common import (
+    MODULE_ERRORS,
     connect_module,
     control_argument_spec,
     fail,
     module_kwargs,
 )
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_manager as sm
-from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import TorError
 
 
 def main():
@@ -133,7 +133,7 @@ def main():
     try:
         with connect_module(module) as ctl:
             services = sm.list_services(ctl)
-    except (TorError, OSError) as exc:
+    except MODULE_ERRORS as exc:
         fail(module, exc)
     module.exit_json(changed=False, hidden_services=services)
 

@@ -3,6 +3,10 @@
 """The shared connection options: argument spec (_common.py) and doc fragment (control.py)
 must not drift apart; the glue maps client errors to one fail_json each."""
 
+import errno
+import importlib
+import os
+
 import pytest
 import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
@@ -13,6 +17,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import (
     AuthenticationFailed,
     ConnectionFailed,
     OperationFailed,
+    TorError,
 )
 
 DOC_OPTIONS = yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"]
@@ -119,3 +124,91 @@ def test_fail(exc, msg, error):
     with pytest.raises(Failed):
         _common.fail(module, exc, changed=False)
     assert module.failed == {"msg": msg, "error": error, "changed": False}
+
+
+@pytest.mark.parametrize("exc, msg", [
+    (PermissionError(errno.EACCES, os.strerror(errno.EACCES), "/run/tor/control"),
+     "Permission denied: /run/tor/control"),
+    (OSError(errno.EMFILE, os.strerror(errno.EMFILE)), "Too many open files"),
+    (OSError("cannot read the consensus file /x: Is a directory"), "cannot read the consensus file /x: Is a directory"),
+    (OSError(), "OSError"),
+])
+def test_fail_os_error(exc, msg):
+    """An OSError: its reason and file without errno number or quotes; error is OSError whatever the subclass."""
+    module = FakeModule()
+    with pytest.raises(Failed):
+        _common.fail(module, exc)
+    assert module.failed == {"msg": msg, "error": "OSError"}
+
+
+def test_fail_with_a_message_of_the_module():
+    module = FakeModule()
+    with pytest.raises(Failed):
+        _common.fail(module, ValueError("limit"), msg="limit must be 0 or more", line=3)
+    assert module.failed == {"msg": "limit must be 0 or more", "error": "ValueError", "line": 3}
+
+
+def test_module_errors():
+    assert _common.MODULE_ERRORS == (TorError, OSError)
+
+
+# -- every module maps the same errors the same way -------------------------------------------------
+
+class ModuleFailed(Exception):
+    pass
+
+
+class RunModule(object):
+    """Stands in for AnsibleModule in a module's main(): the parameters are the argument spec's
+    defaults plus `args`; fail_json and exit_json stop the run and are recorded."""
+
+    args = {}
+    result = None
+
+    def __init__(self, argument_spec, mutually_exclusive=(), **_kwargs):
+        validated = ArgumentSpecValidator(argument_spec, mutually_exclusive=mutually_exclusive).validate(
+            dict(type(self).args))
+        assert validated.error_messages == []
+        self.params = validated.validated_parameters
+        self.check_mode = False
+
+    def fail_json(self, **result):
+        type(self).result = dict(result, failed=True)
+        raise ModuleFailed(result["msg"])
+
+    def exit_json(self, **result):
+        type(self).result = result
+        raise ModuleFailed("exited")
+
+    def warn(self, text):
+        pass
+
+
+MODULES = {
+    "tor_accounting_facts": {},
+    "tor_consensus_facts": {},
+    "tor_hidden_service_info": {},
+}
+
+
+@pytest.mark.parametrize("exc, msg, error", [
+    (OSError(errno.EMFILE, os.strerror(errno.EMFILE)), "Too many open files", "OSError"),
+    (PermissionError(errno.EACCES, os.strerror(errno.EACCES), "/run/tor/control"),
+     "Permission denied: /run/tor/control", "OSError"),
+    (ConnectionFailed("cannot connect to tor's control port 127.0.0.1:9051: Connection refused"),
+     "cannot connect to tor's control port 127.0.0.1:9051: Connection refused", "ConnectionFailed"),
+])
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_every_module_maps_errors_alike(monkeypatch, name, exc, msg, error):
+    """The same error from the connection gives the same clean failure in every module (no traceback)."""
+    module = importlib.import_module("ansible_collections.onionlab.tor.plugins.modules." + name)
+
+    def broken(_module):
+        raise exc
+
+    monkeypatch.setattr(module, "AnsibleModule", type("Run", (RunModule,), {"args": MODULES[name]}))
+    monkeypatch.setattr(module, "connect_module", broken)
+    with pytest.raises(ModuleFailed):
+        module.main()
+    result = module.AnsibleModule.result
+    assert result["failed"] and result["msg"] == msg and result["error"] == error, result
