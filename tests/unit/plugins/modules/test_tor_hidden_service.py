@@ -1,0 +1,542 @@
+# Copyright (c) 2026, onionlab.tor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""tor_hidden_service main(): every branch (persistent, services list, ephemeral, absent, purge,
+check mode, diff, each refusal) against the stateful fake control port (conftest.py), without tor.
+
+The results are checked against what the fake tor holds afterwards (its HiddenService block, its
+onions) and what is on disk (keys, hostname, client files, the drop-in, torrc's %include)."""
+
+import json
+import os
+import socket
+import stat
+
+import pytest
+
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
+from ansible_collections.onionlab.tor.plugins.modules import tor_hidden_service as module
+from ansible_collections.onionlab.tor.plugins.modules import tor_hidden_service_info as info_module
+from harness.fake_controller import new_expanded_key
+
+WEB_PORTS = [{"port": 80, "target_port": 8080}]
+KEY = new_expanded_key(b"onionlab unit test key")
+KEY_BLOB = onion.key_blob(KEY)
+KEY_SID = onion.service_id_of_key(KEY_BLOB)
+OTHER_BLOB = onion.key_blob(new_expanded_key(b"another key"))
+CLIENT_PRIVATE, CLIENT_PUBLIC = onion.generate_client_keypair()
+
+
+def drop_in(tmp_path):
+    return tmp_path / "torrc.d" / "onionlab.conf"
+
+
+def args(fake, tmp_path, **params):
+    params.setdefault("config_file", str(drop_in(tmp_path)))
+    return dict(control_port=fake.port, **params)
+
+
+def service_dir(tmp_path, name="web"):
+    return str(tmp_path / name)
+
+
+def address_on_disk(path):
+    """The address the key files in path give (independent of the module's reading)."""
+    public = onion.read_public_key_file(os.path.join(path, "hs_ed25519_public_key"))
+    return onion.onion_address(public) + ".onion"
+
+
+def hostname(path):
+    with open(os.path.join(path, "hostname")) as handle:
+        return handle.read().strip()
+
+
+def setconfs(fake):
+    return [line for line in fake.received if line.startswith("SETCONF")]
+
+
+def create(runner, fake, tmp_path, name="web", **params):
+    params.setdefault("ports", WEB_PORTS)
+    return runner.ok(module, **args(fake, tmp_path, path=service_dir(tmp_path, name), **params))
+
+
+# -- persistent services ---------------------------------------------------------------------------
+def test_create_persistent(runner, fake, tmp_path, torrc):
+    path = service_dir(tmp_path)
+    result = create(runner, fake, tmp_path)
+    assert result["changed"] is True
+    assert result["onion_address"] == address_on_disk(path) == hostname(path)
+    assert result["service"]["path"] == path
+    assert result["service"]["type"] == "persistent"
+    assert result["service"]["onion_address"] == result["onion_address"]
+    assert result["service"]["ports"] == [{"port": 80, "target_address": "127.0.0.1", "target_port": 8080}]
+    assert result["generated_clients"] == [] and result["purged"] == []
+    assert fake.hs_block == [("HiddenServiceDir", path), ("HiddenServicePort", "80 127.0.0.1:8080")]
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o700
+    text = drop_in(tmp_path).read_text()
+    assert 'HiddenServiceDir "%s"\nHiddenServicePort 80 127.0.0.1:8080\n' % path in text
+    assert torrc.read_text().count("%%include %s" % drop_in(tmp_path)) == 1
+    # one atomic SETCONF of the block, inside SETEVENTS WARN ... SETEVENTS
+    assert len(setconfs(fake)) == 1
+    index = fake.received.index(setconfs(fake)[0])
+    assert fake.received[index - 1] == "SETEVENTS WARN" and fake.received[index + 1] == "SETEVENTS"
+
+
+def test_same_again_is_unchanged(runner, fake, tmp_path, torrc):
+    first = create(runner, fake, tmp_path)
+    torrc_text, drop_in_text = torrc.read_text(), drop_in(tmp_path).read_text()
+    second = create(runner, fake, tmp_path)
+    assert second["changed"] is False
+    assert second["onion_address"] == first["onion_address"]
+    assert second["service"] == first["service"]
+    assert len(setconfs(fake)) == 1          # the second run sent none
+    assert torrc.read_text() == torrc_text and drop_in(tmp_path).read_text() == drop_in_text
+
+
+def test_check_mode_changes_nothing(runner, fake, tmp_path, torrc):
+    path = service_dir(tmp_path)
+    torrc_text = torrc.read_text()
+    result = runner.ok(module, check_mode=True, **args(fake, tmp_path, path=path, ports=WEB_PORTS))
+    assert result["changed"] is True
+    assert result["onion_address"] is None   # no key exists yet
+    assert not os.path.exists(path)
+    assert not drop_in(tmp_path).exists()
+    assert torrc.read_text() == torrc_text
+    assert fake.hs_block == [] and setconfs(fake) == []
+    # and on a service that is as asked, check mode reports no change
+    create(runner, fake, tmp_path)
+    again = runner.ok(module, check_mode=True, **args(fake, tmp_path, path=path, ports=WEB_PORTS))
+    assert again["changed"] is False
+    assert again["onion_address"] == address_on_disk(path)
+
+
+def test_diff_and_port_change(runner, fake, tmp_path):
+    path = service_dir(tmp_path)
+    first = runner.ok(module, diff=True, **args(fake, tmp_path, path=path, ports=WEB_PORTS))
+    assert first["diff"]["before"] == {"services": []}
+    [after] = first["diff"]["after"]["services"]
+    assert after["path"] == path and after["authorized_clients"] == []
+    assert after["ports"] == [{"port": 80, "target_address": "127.0.0.1", "target_port": 8080}]
+    assert "onion_address" not in after          # the diff shows configuration, not derived values
+    new_ports = [{"port": 80, "target_port": 8081}, {"port": 443, "target_address": "unix:/run/web.sock"}]
+    second = runner.ok(module, diff=True, **args(fake, tmp_path, path=path, ports=new_ports))
+    assert second["changed"] is True
+    assert second["onion_address"] == first["onion_address"]     # same key, new ports
+    assert second["diff"]["before"]["services"][0]["ports"] == after["ports"]
+    assert second["diff"]["after"]["services"][0]["ports"] == [
+        {"port": 80, "target_address": "127.0.0.1", "target_port": 8081},
+        {"port": 443, "target_address": "unix:/run/web.sock", "target_port": None}]
+    assert fake.hs_block == [("HiddenServiceDir", path), ("HiddenServicePort", "80 127.0.0.1:8081"),
+                             ("HiddenServicePort", "443 unix:/run/web.sock")]
+    # without diff mode there is no diff in the result
+    assert "diff" not in create(runner, fake, tmp_path)
+
+
+def test_options_reach_tor(runner, fake, tmp_path):
+    path = service_dir(tmp_path)
+    result = create(runner, fake, tmp_path, max_streams=10, max_streams_close_circuit=True, num_intro_points=5,
+                    allow_unknown_ports=True, extra_options={"HiddenServiceExportCircuitID": "haproxy"})
+    assert fake.hs_block == [("HiddenServiceDir", path), ("HiddenServicePort", "80 127.0.0.1:8080"),
+                             ("HiddenServiceMaxStreams", "10"), ("HiddenServiceMaxStreamsCloseCircuit", "1"),
+                             ("HiddenServiceAllowUnknownPorts", "1"), ("HiddenServiceNumIntroductionPoints", "5"),
+                             ("HiddenServiceExportCircuitID", "haproxy")]
+    service = result["service"]
+    assert (service["max_streams"], service["max_streams_close_circuit"], service["num_intro_points"],
+            service["allow_unknown_ports"]) == (10, True, 5, True)
+    assert service["extra_options"] == {"HiddenServiceExportCircuitID": ["haproxy"]}
+    assert create(runner, fake, tmp_path, max_streams=10, max_streams_close_circuit=True, num_intro_points=5,
+                  allow_unknown_ports=True,
+                  extra_options={"HiddenServiceExportCircuitID": "haproxy"})["changed"] is False
+
+
+def test_other_services_are_kept(runner, fake, tmp_path):
+    other = service_dir(tmp_path, "other")
+    os.mkdir(other, 0o700)
+    fake.hs_block = [("HiddenServiceDir", other), ("HiddenServicePort", "22 127.0.0.1:22")]
+    path = service_dir(tmp_path)
+    create(runner, fake, tmp_path)
+    assert fake.hs_paths() == [other, path]
+    assert fake.hs_block[1] == ("HiddenServicePort", "22 127.0.0.1:22")
+    # only the managed service goes into the drop-in
+    assert other not in drop_in(tmp_path).read_text()
+
+
+def test_absent_keeps_the_keys(runner, fake, tmp_path):
+    path = service_dir(tmp_path)
+    address = create(runner, fake, tmp_path)["onion_address"]
+    result = runner.ok(module, diff=True, **args(fake, tmp_path, path=path, state="absent"))
+    assert result["changed"] is True
+    assert result["onion_address"] is None and result["service"] is None
+    assert result["purged"] == []
+    assert [s["path"] for s in result["diff"]["before"]["services"]] == [path]
+    assert result["diff"]["after"] == {"services": []}
+    assert fake.hs_block == []
+    assert path not in drop_in(tmp_path).read_text()
+    assert address_on_disk(path) == address          # the keys are still there
+    again = runner.ok(module, **args(fake, tmp_path, path=path, state="absent"))
+    assert again["changed"] is False
+
+
+def test_absent_purge(runner, fake, tmp_path):
+    path = service_dir(tmp_path)
+    create(runner, fake, tmp_path)
+    checked = runner.ok(module, check_mode=True, **args(fake, tmp_path, path=path, state="absent", purge=True))
+    assert checked["changed"] is True and os.path.isdir(path) and fake.hs_paths() == [path]
+    result = runner.ok(module, **args(fake, tmp_path, path=path, state="absent", purge=True))
+    assert result["changed"] is True
+    assert result["purged"] == [path]
+    assert not os.path.exists(path)
+    assert fake.hs_block == []
+    again = runner.ok(module, **args(fake, tmp_path, path=path, state="absent", purge=True))
+    assert again["changed"] is False and again["purged"] == []
+
+
+def test_persist_false_and_no_include(runner, fake, tmp_path, torrc):
+    torrc_text = torrc.read_text()
+    result = create(runner, fake, tmp_path, persist=False)
+    assert result["changed"] is True and fake.hs_paths() == [service_dir(tmp_path)]
+    assert not drop_in(tmp_path).exists() and torrc.read_text() == torrc_text
+    other = create(runner, fake, tmp_path, name="other", include_config_file=False)
+    assert torrc.read_text() == torrc_text
+    assert drop_in(tmp_path).exists()
+    assert any("does not %%include %s" % drop_in(tmp_path) in w for w in other["warnings"]), other.get("warnings")
+
+
+# -- keys ------------------------------------------------------------------------------------------
+def test_private_key_is_installed(runner, fake, tmp_path):
+    path = service_dir(tmp_path)
+    result = create(runner, fake, tmp_path, private_key=KEY_BLOB)
+    assert result["changed"] is True
+    assert result["onion_address"] == KEY_SID + ".onion" == hostname(path)
+    with open(os.path.join(path, "hs_ed25519_secret_key"), "rb") as handle:
+        assert handle.read() == onion.SECRET_HEADER + KEY
+    assert stat.S_IMODE(os.stat(os.path.join(path, "hs_ed25519_secret_key")).st_mode) == 0o600
+    text = json.dumps(result)
+    assert KEY_BLOB.split(":", 1)[1] not in text          # no_log: never returned
+    assert result["invocation"]["module_args"]["private_key"] != KEY_BLOB
+    again = create(runner, fake, tmp_path, private_key=KEY_BLOB)
+    assert again["changed"] is False and again["onion_address"] == KEY_SID + ".onion"
+
+
+def test_a_different_key_is_never_overwritten(runner, fake, tmp_path):
+    path = service_dir(tmp_path)
+    address = create(runner, fake, tmp_path)["onion_address"]
+    result = runner.fails(module, **args(fake, tmp_path, path=path, ports=WEB_PORTS, private_key=KEY_BLOB))
+    assert "already holds a different key (%s)" % address in result["msg"]
+    assert KEY_BLOB.split(":", 1)[1] not in json.dumps(result)
+    assert address_on_disk(path) == address
+
+
+# -- authorized clients ----------------------------------------------------------------------------
+def test_authorized_clients(runner, fake, tmp_path):
+    path = service_dir(tmp_path)
+    clients = [{"name": "alice", "public_key": CLIENT_PUBLIC}, {"name": "bob"}]
+    result = create(runner, fake, tmp_path, authorized_clients=clients)
+    sid = result["onion_address"][:-len(".onion")]
+    [bob] = result["generated_clients"]
+    assert bob["name"] == "bob" and bob["service"] == path
+    private = onion.unb32(bob["private_key"], 32, "key")
+    assert onion.b32(onion.x25519_public(private)) == bob["public_key"]
+    assert bob["auth_private"] == "%s:descriptor:x25519:%s" % (sid, bob["private_key"])
+    auth = os.path.join(path, "authorized_clients")
+    with open(os.path.join(auth, "alice.auth")) as handle:
+        assert handle.read() == "descriptor:x25519:%s\n" % CLIENT_PUBLIC
+    with open(os.path.join(auth, "bob.auth")) as handle:
+        assert handle.read() == "descriptor:x25519:%s\n" % bob["public_key"]
+    assert result["service"]["authorized_clients"] == [{"name": "alice", "public_key": CLIENT_PUBLIC},
+                                                       {"name": "bob", "public_key": bob["public_key"]}]
+    # the generated key is returned once; a rerun keeps bob's key and generates nothing
+    again = create(runner, fake, tmp_path, authorized_clients=clients)
+    assert again["changed"] is False and again["generated_clients"] == []
+    # dropping alice removes her file; the diff names clients, never keys
+    less = runner.ok(module, diff=True, **args(fake, tmp_path, path=path, ports=WEB_PORTS,
+                                               authorized_clients=[{"name": "bob"}]))
+    assert less["changed"] is True
+    assert sorted(os.listdir(auth)) == ["bob.auth"]
+    assert less["diff"]["before"]["services"][0]["authorized_clients"] == ["alice", "bob"]
+    assert less["diff"]["after"]["services"][0]["authorized_clients"] == ["bob"]
+    assert bob["public_key"] not in json.dumps(less["diff"])
+
+
+def test_bad_client_name_refused(runner, fake, tmp_path):
+    result = runner.fails(module, **args(fake, tmp_path, path=service_dir(tmp_path), ports=WEB_PORTS,
+                                         authorized_clients=[{"name": "../evil"}]))
+    assert "authorized client name '../evil'" in result["msg"]
+    assert setconfs(fake) == [] and not os.path.exists(service_dir(tmp_path))
+
+
+# -- services list ---------------------------------------------------------------------------------
+def services_arg(tmp_path, *names, **extra):
+    return [dict({"path": service_dir(tmp_path, name), "ports": [{"port": 80 + i}]}, **extra)
+            for i, name in enumerate(names)]
+
+
+def test_services_list(runner, fake, tmp_path):
+    result = runner.ok(module, **args(fake, tmp_path, services=services_arg(tmp_path, "a", "b")))
+    assert result["changed"] is True
+    assert [s["path"] for s in result["services"]] == [service_dir(tmp_path, "a"), service_dir(tmp_path, "b")]
+    for service in result["services"]:
+        assert service["onion_address"] == address_on_disk(service["path"])
+    assert result["services"][1]["ports"] == [{"port": 81, "target_address": "127.0.0.1", "target_port": 81}]
+    assert result["service"] is None and result["onion_address"] is None
+    assert fake.hs_paths() == [service_dir(tmp_path, "a"), service_dir(tmp_path, "b")]
+    assert len(setconfs(fake)) == 1      # both services in one atomic SETCONF
+    again = runner.ok(module, **args(fake, tmp_path, services=services_arg(tmp_path, "a", "b")))
+    assert again["changed"] is False and again["services"] == result["services"]
+
+
+def test_services_exclusive(runner, fake, tmp_path):
+    foreign = service_dir(tmp_path, "foreign")
+    os.mkdir(foreign, 0o700)
+    fake.hs_block = [("HiddenServiceDir", foreign), ("HiddenServicePort", "22 127.0.0.1:22")]
+    plain = runner.ok(module, **args(fake, tmp_path, services=services_arg(tmp_path, "a")))
+    assert [s["path"] for s in plain["services"]] == [foreign, service_dir(tmp_path, "a")]
+    result = runner.ok(module, diff=True, **args(fake, tmp_path, services=services_arg(tmp_path, "a"), exclusive=True))
+    assert result["changed"] is True
+    assert fake.hs_paths() == [service_dir(tmp_path, "a")]
+    assert [s["path"] for s in result["diff"]["before"]["services"]] == [foreign, service_dir(tmp_path, "a")]
+    assert [s["path"] for s in result["services"]] == [service_dir(tmp_path, "a")]
+    assert os.path.isdir(foreign)       # keys are kept
+
+
+def test_services_prune(runner, fake, tmp_path):
+    runner.ok(module, **args(fake, tmp_path, services=services_arg(tmp_path, "a", "b")))
+    kept = runner.ok(module, **args(fake, tmp_path, services=services_arg(tmp_path, "a")))
+    assert kept["changed"] is False and len(fake.hs_paths()) == 2     # without prune b stays
+    result = runner.ok(module, **args(fake, tmp_path, services=services_arg(tmp_path, "a"), prune=True))
+    assert result["changed"] is True
+    assert fake.hs_paths() == [service_dir(tmp_path, "a")]
+    assert service_dir(tmp_path, "b") not in drop_in(tmp_path).read_text()
+    assert os.path.exists(os.path.join(service_dir(tmp_path, "b"), "hs_ed25519_secret_key"))
+    assert result["purged"] == []
+
+
+def test_services_private_key_and_clients(runner, fake, tmp_path):
+    services = services_arg(tmp_path, "a", "b")
+    services[0]["private_key"] = KEY_BLOB
+    services[1]["authorized_clients"] = [{"name": "carol", "public_key": CLIENT_PUBLIC}]
+    result = runner.ok(module, **args(fake, tmp_path, services=services))
+    assert result["services"][0]["onion_address"] == KEY_SID + ".onion"
+    assert result["services"][1]["authorized_clients"] == [{"name": "carol", "public_key": CLIENT_PUBLIC}]
+    assert result["generated_clients"] == []
+    assert KEY_BLOB.split(":", 1)[1] not in json.dumps(result)
+
+
+def test_services_generated_clients_auth_private_names_their_service(runner, fake, tmp_path):
+    """Regression: with services:, each generated client's auth_private line starts with the
+    56-character id of its own service (it came back as ':descriptor:x25519:KEY')."""
+    services = services_arg(tmp_path, "a", "b")
+    services[0]["authorized_clients"] = [{"name": "alice"}]
+    services[1]["authorized_clients"] = [{"name": "bob"}, {"name": "carol", "public_key": CLIENT_PUBLIC}]
+    result = runner.ok(module, **args(fake, tmp_path, services=services))
+    addresses = dict((s["path"], s["onion_address"]) for s in result["services"])
+    generated = result["generated_clients"]
+    assert sorted((g["service"], g["name"]) for g in generated) == [
+        (service_dir(tmp_path, "a"), "alice"), (service_dir(tmp_path, "b"), "bob")]
+    for client in generated:
+        sid = addresses[client["service"]][:-len(".onion")]
+        assert len(sid) == 56 and onion.is_service_id(sid)
+        assert client["auth_private"] == "%s:descriptor:x25519:%s" % (sid, client["private_key"])
+
+
+def test_services_fed_back_from_info(runner, fake, tmp_path):
+    """The info module's output, given back as services, is what tor already runs."""
+    services = services_arg(tmp_path, "a", "b")
+    services[1]["authorized_clients"] = [{"name": "carol", "public_key": CLIENT_PUBLIC}]
+    runner.ok(module, **args(fake, tmp_path, services=services))
+    listed = runner.ok(info_module, control_port=fake.port)["hidden_services"]
+    persistent = [s for s in listed if s["type"] == "persistent"]
+    result = runner.ok(module, **args(fake, tmp_path, services=persistent, exclusive=True))
+    assert result["changed"] is False
+    assert result["services"] == persistent
+
+
+# -- ephemeral services ----------------------------------------------------------------------------
+def eph(fake, tmp_path, **params):
+    params.setdefault("ports", WEB_PORTS)
+    return args(fake, tmp_path, ephemeral=True, **params)
+
+
+def test_ephemeral_generated_key(runner, fake, tmp_path):
+    hidden = runner.ok(module, **eph(fake, tmp_path))
+    assert hidden["changed"] is True and "private_key" not in hidden
+    sid = hidden["service"]["service_id"]
+    assert hidden["onion_address"] == sid + ".onion"
+    assert "DiscardPK" in fake.onions[sid]["flags"] and fake.onions[sid]["detached"]
+    shown = runner.ok(module, **eph(fake, tmp_path, return_private_key=True))
+    new_sid = shown["service"]["service_id"]
+    assert new_sid != sid and onion.service_id_of_key(shown["private_key"]) == new_sid
+    assert fake.onions[new_sid]["key"] == onion.parse_key_blob(shown["private_key"])
+    assert shown["service"] == {"type": "ephemeral", "service_id": new_sid, "onion_address": new_sid + ".onion",
+                                "detached": True, "max_streams": None, "client_auth_v3": [],
+                                "ports": [{"port": 80, "target_address": "127.0.0.1", "target_port": 8080}]}
+    assert fake.onions[new_sid]["ports"] == ["80,127.0.0.1:8080"]
+
+
+def test_ephemeral_with_key_is_idempotent(runner, fake, tmp_path):
+    first = runner.ok(module, diff=True, **eph(fake, tmp_path, private_key=KEY_BLOB))
+    assert first["changed"] is True and first["onion_address"] == KEY_SID + ".onion"
+    assert first["diff"]["before"] == {} and first["diff"]["after"]["service_id"] == KEY_SID
+    assert list(fake.onions) == [KEY_SID]
+    assert {"DiscardPK", "Detach"} <= set(fake.onions[KEY_SID]["flags"])
+    assert KEY_BLOB.split(":", 1)[1] not in json.dumps(first)
+    same = runner.ok(module, **eph(fake, tmp_path, private_key=KEY_BLOB))
+    assert same["changed"] is False and same["service"] == first["service"]
+    assert [c for c in fake.commands() if c == "ADD_ONION"] == ["ADD_ONION"]
+    changed = runner.ok(module, diff=True, **eph(fake, tmp_path, private_key=KEY_BLOB, ports=[{"port": 443}],
+                                                 client_auth_v3=[CLIENT_PUBLIC], max_streams=4))
+    assert changed["changed"] is True and list(fake.onions) == [KEY_SID]
+    assert changed["diff"]["before"]["ports"][0]["port"] == 80 and changed["diff"]["after"]["ports"][0]["port"] == 443
+    assert fake.onions[KEY_SID]["ports"] == ["443,127.0.0.1:443"]
+    assert fake.onions[KEY_SID]["client_auth_v3"] == [CLIENT_PUBLIC] and "V3Auth" in fake.onions[KEY_SID]["flags"]
+    assert fake.onions[KEY_SID]["max_streams"] == 4
+
+
+def test_ephemeral_check_mode(runner, fake, tmp_path):
+    result = runner.ok(module, check_mode=True, **eph(fake, tmp_path, private_key=KEY_BLOB))
+    assert result["changed"] is True and result["onion_address"] == KEY_SID + ".onion"
+    assert fake.onions == {} and "ADD_ONION" not in fake.commands()
+    runner.ok(module, **eph(fake, tmp_path, private_key=KEY_BLOB))
+    gone = runner.ok(module, check_mode=True, **eph(fake, tmp_path, state="absent", service_id=KEY_SID))
+    assert gone["changed"] is True and list(fake.onions) == [KEY_SID]
+
+
+def test_ephemeral_absent(runner, fake, tmp_path):
+    runner.ok(module, **eph(fake, tmp_path, private_key=KEY_BLOB))
+    result = runner.ok(module, diff=True, **eph(fake, tmp_path, state="absent", private_key=KEY_BLOB))
+    assert result["changed"] is True and result["service"] is None and result["onion_address"] is None
+    assert result["diff"]["before"]["service_id"] == KEY_SID and result["diff"]["after"] == {}
+    assert fake.onions == {}
+    again = runner.ok(module, **eph(fake, tmp_path, state="absent", service_id=KEY_SID))
+    assert again["changed"] is False
+    other = fake.add_onion_direct()
+    by_id = runner.ok(module, **eph(fake, tmp_path, state="absent", service_id=other))
+    assert by_id["changed"] is True and fake.onions == {}
+
+
+def test_ephemeral_refused_change_keeps_the_service(runner, fake, tmp_path):
+    runner.ok(module, **eph(fake, tmp_path, private_key=KEY_BLOB))
+    fake.refuse("ADD_ONION", "512", "Invalid VIRTPORT/TARGET", times=1)
+    result = runner.fails(module, **eph(fake, tmp_path, private_key=KEY_BLOB, ports=[{"port": 443}]))
+    assert "512 Invalid VIRTPORT/TARGET" in result["msg"]
+    assert KEY_BLOB.split(":", 1)[1] not in json.dumps(result)
+    assert list(fake.onions) == [KEY_SID] and fake.onions[KEY_SID]["ports"] == ["80,127.0.0.1:8080"]
+
+
+# -- refusals: one fail_json message each, nothing changed -----------------------------------------
+@pytest.mark.parametrize("params, message", [
+    (lambda d: {"path": d, "services": [{"path": d, "ports": [{"port": 80}]}]},
+     "parameters are mutually exclusive: path|services"),
+    (lambda d: {"path": d, "ephemeral": True, "ports": [{"port": 80}]},
+     "parameters are mutually exclusive: path|ephemeral"),
+    (lambda d: {"services": [{"path": d, "ports": [{"port": 80}]}], "state": "absent"},
+     "state=absent takes one path, not a services list"),
+    (lambda d: {"path": d}, "a present service needs at least one entry in ports"),
+    (lambda d: {"path": "relative/dir", "ports": [{"port": 80}]}, "path must be absolute"),
+    (lambda d: {"path": d, "ports": [{"port": 80, "target_address": "example.com"}]},
+     "target_address 'example.com' is neither an IP address nor unix:/path"),
+    (lambda d: {"path": d, "ports": [{"port": 80}], "num_intro_points": 2}, "num_intro_points must be between 3"),
+    (lambda d: {"path": d, "ports": [{"port": 80}], "extra_options": {"HiddenServiceDir": "/etc"}},
+     "extra_options key 'HiddenServiceDir' must be another HiddenService* option"),
+    (lambda d: {"path": d, "ports": [{"port": 80}], "private_key": "ED25519-V3:not base64!"},
+     "private_key is not base64"),
+    (lambda d: {"ephemeral": True, "ports": [{"port": 80}], "service_id": KEY_SID},
+     "service_id alone cannot create an ephemeral service"),
+    (lambda d: {"ephemeral": True, "state": "absent"}, "removing an ephemeral service needs service_id or private_key"),
+    (lambda d: {"ephemeral": True}, "an ephemeral service needs at least one port"),
+    (lambda d: {"ephemeral": True, "ports": [{"port": 80}], "private_key": KEY_BLOB, "service_id": "a" * 56},
+     "service_id does not belong to private_key"),
+    (lambda d: {"ephemeral": True, "state": "absent", "service_id": "example.onion"},
+     "service_id must be a v3 service id"),
+    (lambda d: {"ephemeral": True, "ports": [{"port": 80}], "client_auth_v3": ["not a key"]},
+     "the client public key is not base32"),
+], ids=["path+services", "path+ephemeral", "absent+services", "no ports", "relative path",
+        "bad target", "intro points", "reserved extra option", "bad private_key", "service_id alone",
+        "absent without id", "ephemeral without ports", "id of another key", "bad service_id", "bad client key"])
+def test_refused_parameters(runner, fake, tmp_path, params, message):
+    path = service_dir(tmp_path)
+    result = runner.fails(module, **args(fake, tmp_path, **params(path)))
+    assert message in result["msg"]
+    assert fake.hs_block == [] and fake.onions == {} and setconfs(fake) == []
+    assert "ADD_ONION" not in fake.commands() and not os.path.exists(path)
+    assert KEY_BLOB.split(":", 1)[1] not in json.dumps(result)
+
+
+def test_neither_path_nor_services_nor_ephemeral(runner, fake, tmp_path):
+    # required_one_of (path, services, ephemeral) never fires: ephemeral defaults to false, so it
+    # always counts as given; the run fails later on the missing path instead. Either message names
+    # what is missing.
+    result = runner.fails(module, **args(fake, tmp_path, ports=[{"port": 80}]))
+    assert result["msg"] in ("one of the following is required: path, services, ephemeral",
+                             "path (the HiddenServiceDir) is required")
+    assert fake.hs_block == [] and setconfs(fake) == []
+
+
+def test_bad_control_port(runner, tmp_path):
+    result = runner.fails(module, control_port=70000, path=service_dir(tmp_path), ports=WEB_PORTS)
+    assert result["msg"] == "control_port must be between 1 and 65535, got 70000"
+
+
+def test_no_tor_listening(runner, tmp_path):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]          # bound, not listening: connection refused
+        result = runner.fails(module, control_port=port, path=service_dir(tmp_path), ports=WEB_PORTS,
+                              config_file=str(drop_in(tmp_path)))
+    assert result["msg"] == "cannot connect to tor's control port 127.0.0.1:%d: Connection refused" % port
+    assert result["error"] == "ConnectionFailed"
+    assert not os.path.exists(service_dir(tmp_path))
+
+
+def test_tor_refuses_setconf(runner, fake, tmp_path, torrc):
+    path = service_dir(tmp_path)
+    torrc_text = torrc.read_text()
+    fake.refuse("SETCONF", "553", "Unable to set option: Failed to configure rendezvous options. See logs for "
+                                  "details.")
+    fake.setconf_warnings = ["Directory %s cannot be read: Permission denied" % path]
+    result = runner.fails(module, **args(fake, tmp_path, path=path, ports=WEB_PORTS))
+    assert "tor refused the onion-service configuration" in result["msg"]
+    assert "553 Unable to set option: Failed to configure rendezvous options." in result["msg"]
+    assert "tor says: Directory %s cannot be read: Permission denied" % path in result["msg"]
+    assert result["error"] == "ServiceError"
+    assert fake.hs_block == []
+    assert not os.path.exists(path)              # the directory this run made is gone again
+    assert not drop_in(tmp_path).exists() and torrc.read_text() == torrc_text
+    [sent] = setconfs(fake)
+    assert fake.received[fake.received.index(sent) + 1] == "SETEVENTS"     # WARN events off again
+
+
+def test_service_defined_in_torrc(runner, fake, tmp_path, torrc):
+    path = service_dir(tmp_path)
+    os.mkdir(path, 0o700)
+    torrc.write_text(torrc.read_text() + "HiddenServiceDir %s\nHiddenServicePort 80 127.0.0.1:80\n" % path)
+    fake.hs_block = [("HiddenServiceDir", path), ("HiddenServicePort", "80 127.0.0.1:80")]
+    result = runner.fails(module, **args(fake, tmp_path, path=path, ports=WEB_PORTS))
+    assert result["msg"].startswith("the service %s is defined in %s; manage it there" % (path, torrc))
+    assert fake.hs_block == [("HiddenServiceDir", path), ("HiddenServicePort", "80 127.0.0.1:80")]
+    assert setconfs(fake) == [] and not drop_in(tmp_path).exists()
+
+
+def test_unsafe_existing_directory(runner, fake, tmp_path):
+    path = service_dir(tmp_path)
+    os.mkdir(path)
+    os.chmod(path, 0o755)
+    result = runner.fails(module, **args(fake, tmp_path, path=path, ports=WEB_PORTS))
+    assert result["msg"].startswith("service directory %s is unsafe: mode 0755, more open than 0700" % path)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o755       # reported, not changed
+    assert os.listdir(path) == [] and setconfs(fake) == []
+
+
+def test_missing_parent_directory(runner, fake, tmp_path):
+    path = str(tmp_path / "nowhere" / "web")
+    result = runner.fails(module, **args(fake, tmp_path, path=path, ports=WEB_PORTS))
+    assert result["msg"] == "the parent directory %s of %s does not exist" % (tmp_path / "nowhere", path)
+    assert setconfs(fake) == []
+
+
+def test_config_file_that_is_not_a_torrc(runner, fake, tmp_path, torrc):
+    torrc.write_bytes(b"root:x:0:0:root:/root:/bin/bash\n")
+    result = runner.fails(module, **args(fake, tmp_path, path=service_dir(tmp_path), ports=WEB_PORTS))
+    assert result["msg"] == ("tor's config-file %s does not look like a torrc (a file of tor options); not adding "
+                             "an %%include line to it" % torrc)
+    assert "root:x" not in json.dumps(result)
+    assert torrc.read_bytes() == b"root:x:0:0:root:/root:/bin/bash\n" and setconfs(fake) == []
