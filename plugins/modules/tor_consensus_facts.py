@@ -774,7 +774,6 @@ def main():
     if p["flavor"] != "auto" and facts["flavor"] != p["flavor"]:
         module.fail_json(msg="the %s is a %s consensus, not %s (flavor: %s)"
                          % (what, facts["flavor"], p["flavor"], p["flavor"]), error="ValueError")
-    data = None
     facts["source"] = source
     if certs is not None:
         facts["verification"]["certs_path"] = certs_path

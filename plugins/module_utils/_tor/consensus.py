@@ -605,7 +605,6 @@ def _parse_header_items(doc, items):
         raise ConsensusError("fresh-until must be later than valid-after", seen["fresh-until"])
     if not va < vu:
         raise ConsensusError("valid-until must be later than valid-after", seen["valid-until"])
-    doc.header_lines = seen
 
 
 def _meets_method(doc, method):
@@ -687,7 +686,7 @@ def _header_value(doc, keyword, args, header):
     elif keyword == "shared-rand-commit":
         header.setdefault("shared_rand_commits", []).append(_sr_commit(args))
     elif keyword in ("shared-rand-previous-value", "shared-rand-current-value"):
-        header[keyword[:-6].replace("-", "_").replace("_value", "")] = _sr_value(args)
+        header[keyword[:-6].replace("-", "_")] = _sr_value(args)
     elif keyword == "bandwidth-file-headers":
         header["bandwidth_file_headers"] = dict(_mappings(args, keyword))
     elif keyword == "bandwidth-file-digest":
@@ -1212,7 +1211,7 @@ def _routers_iter(doc, st, start, end):
                 pol = polcache.get(polg) or st.policy(polg)
             field = 0
             bw = None if bwg is None else int(bwg)
-            _account(st, sg, se, ve, bw, ident, nick)
+            _account(st, sg, ve, bw)
             if not _wanted(st, se, bw, ident, nick):
                 continue
             router = {"nickname": nick, "fingerprint": _b64_hex(ident)}
@@ -1237,7 +1236,7 @@ def _routers_iter(doc, st, start, end):
         _routers_general(doc, st, pos, end)
 
 
-def _account(st, skey, se, ve, bw, ident, nick):
+def _account(st, skey, ve, bw):
     st.count += 1
     st.cacc[skey] = st.cacc.get(skey, 0) + 1
     if bw:
@@ -1377,7 +1376,7 @@ def _router_entry(doc, st, items):
             id_type, identifier = id_parts[0], id_parts[1]
     except _FieldError as exc:
         raise ConsensusError("router %s: %s" % (nick, exc), current)
-    _account(st, skey, se, ve, bw, ident, nick)
+    _account(st, skey, ve, bw)
     if not _wanted(st, se, bw, ident, nick):
         return
     router = {"nickname": nick, "fingerprint": _b64_hex(ident)}

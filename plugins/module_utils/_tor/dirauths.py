@@ -42,8 +42,6 @@ _DATA = (
      None, "E3E42D35F801C9D5AB23584E0025D56FE2B33396", False),
 )
 
-TOR_VERSION = "0.4.9"
-
 
 def _entry(row):
     nickname, v3ident, address, dir_port, or_port, ipv6, fingerprint, bridge = row
