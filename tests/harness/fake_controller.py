@@ -233,6 +233,8 @@ class FakeController(object):
         return self
 
     def __exit__(self, *exc):
+        if self._stop.is_set():
+            return
         self._stop.set()
         self._wake_w.send(b"x")
         self._thread.join(5)
