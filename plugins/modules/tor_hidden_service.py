@@ -190,6 +190,16 @@ options:
       - Use one file per tor instance.
     type: path
     default: /etc/tor/torrc.d/onionlab_hidden_services.conf
+  lock_timeout:
+    description:
+      - How long, in seconds, a run waits for the other runs of this collection that are changing the same tor's
+        services (every change holds one lock per tor on the host, whatever O(config_file) it uses, so that runs at
+        the same moment lose nothing).
+      - The lock is released when its holder exits, however it exits; only a run that hangs while holding it
+        makes others wait. After this time the run fails, changing nothing, with the PID and command line of the
+        process that holds the lock.
+    type: float
+    default: 120
   include_config_file:
     description:
       - Append a C(%include) line for O(config_file) to tor's torrc (C(GETINFO config-file)) when neither it nor a
@@ -316,7 +326,6 @@ from ansible_collections.onionlab.tor.plugins.module_utils._common import (
     module_kwargs,
 )
 from ansible_collections.onionlab.tor.plugins.module_utils._hidden_service_args import (
-    PORT_SPEC,
     SERVICE_OPTIONS,
     services_element_spec,
 )
@@ -354,9 +363,9 @@ def main():
         persist=dict(type="bool", default=True),
         config_file=dict(type="path", default="/etc/tor/torrc.d/onionlab_hidden_services.conf"),
         include_config_file=dict(type="bool", default=True),
+        lock_timeout=dict(type="float", default=sm.DEFAULT_LOCK_TIMEOUT),
     )
     spec.update(SERVICE_OPTIONS)
-    spec["ports"] = dict(type="list", elements="dict", options=PORT_SPEC)
     module = AnsibleModule(**module_kwargs(
         spec,
         mutually_exclusive=[("path", "services"), ("ephemeral", "services"), ("path", "ephemeral")],
@@ -364,6 +373,8 @@ def main():
         supports_check_mode=True,
     ))
     p = module.params
+    if p["lock_timeout"] <= 0:
+        module.fail_json(msg="lock_timeout must be a positive number of seconds")
     result = {"changed": False, "onion_address": None, "service": None, "generated_clients": [], "purged": []}
     try:
         with connect_module(module) as ctl:
@@ -371,7 +382,8 @@ def main():
                 out = sm.apply_ephemeral(
                     ctl, p["state"], ports=p["ports"], private_key=p["private_key"], service_id=p["service_id"],
                     max_streams=p["max_streams"], client_auth_v3=p["client_auth_v3"] or [],
-                    discard_pk=p["discard_pk"] or not p["return_private_key"], check_mode=module.check_mode)
+                    discard_pk=p["discard_pk"] or not p["return_private_key"], check_mode=module.check_mode,
+                    lock_timeout=p["lock_timeout"])
                 result.update(changed=out["changed"], service=out["service"],
                               onion_address=(out["service"] or {}).get("onion_address"))
                 if out["private_key"] and p["return_private_key"]:
@@ -380,7 +392,8 @@ def main():
                     result["diff"] = out["diff"]
                 module.exit_json(**result)
             manager = sm.PersistentManager(ctl, config_file=p["config_file"], persist=p["persist"],
-                                           include=p["include_config_file"], check_mode=module.check_mode)
+                                           include=p["include_config_file"], check_mode=module.check_mode,
+                                           lock_timeout=p["lock_timeout"])
             if p["services"] is not None:
                 if p["state"] == "absent":
                     module.fail_json(msg="state=absent takes one path, not a services list")
@@ -409,10 +422,10 @@ def main():
                     out = manager.apply([], absent=[service["path"]], purge=p["purge"])
             result["changed"] = out["changed"]
             result["purged"] = out["purged"]
-            result["generated_clients"] = [
-                dict(g, auth_private="%s:descriptor:x25519:%s" % (
-                    (result["onion_address"] or "").replace(".onion", ""), g["private_key"]))
-                for g in out["generated_clients"]]
+            result["generated_clients"] = out["generated_clients"]
+            if any(g["auth_private"] is None for g in out["generated_clients"]):
+                module.warn("the address of a service with generated client keys could not be read, so their "
+                            "auth_private lines are null: build them as <service id>:descriptor:x25519:<private_key>")
             if module._diff:
                 result["diff"] = out["diff"]
             for warning in manager.warnings:

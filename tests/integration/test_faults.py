@@ -260,3 +260,55 @@ def test_disk_full_and_read_only(qtor, tmp_path):
     with connect(port=qtor.control_port) as ctl:
         assert ctl.get_conf("HiddenServiceOptions") == after_b[0]
     assert snapshot(qtor, tmp_path, [a, b], drop_in)[2] == after_b[2]
+
+
+def _vault_key():
+    from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
+    import base64
+    raw = bytearray(b"\x07" * 64)
+    raw[0] &= 248
+    raw[31] = (raw[31] & 127) | 64
+    blob = "ED25519-V3:" + base64.b64encode(bytes(raw)).decode()
+    return blob, onion.service_id_of_key(blob) + ".onion"
+
+
+def test_key_write_leftover_from_a_crash_is_removed(qtor, tmp_path):
+    """A run that died mid-write left hs_ed25519_secret_key.onionlab-new behind (opened O_EXCL):
+    the next run removes it and installs the key instead of failing with FileExistsError."""
+    blob, address = _vault_key()
+    svc = tmp_path / "web"
+    svc.mkdir(mode=0o700)
+    leftover = svc / "hs_ed25519_secret_key.onionlab-new"
+    leftover.write_bytes(b"half a key")
+    run = run_playbook([{HS: {"control_port": qtor.control_port, "config_file": str(tmp_path / "d.conf"),
+                              "path": str(svc), "ports": [{"port": 80}], "private_key": blob},
+                         "register": "out"}], tmp_path)
+    assert run.rc == 0, run.output
+    assert run.task(HS)["result"]["onion_address"] == address
+    assert sorted(os.listdir(str(svc))) == ["authorized_clients", "hostname", "hs_ed25519_public_key",
+                                            "hs_ed25519_secret_key"]
+
+
+def test_failed_key_write_leaves_no_temp_file(qtor, tmp_path, monkeypatch):
+    """A write that fails (ENOSPC at fsync) removes its own temp file: the rerun is not wedged."""
+    import errno
+    from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
+    from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
+    from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_manager as sm
+    blob, address = _vault_key()
+    svc = tmp_path / "web"
+    svc.mkdir(mode=0o700)
+    service = hs.normalize_service({"path": str(svc), "ports": [{"port": 80}]})
+    real_fsync = os.fsync
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    with connect(port=qtor.control_port) as ctl:
+        manager = sm.PersistentManager(ctl, config_file=str(tmp_path / "d.conf"), include=False)
+        monkeypatch.setattr(sm.os, "fsync", full)
+        with pytest.raises(OSError):
+            manager.apply([service], keys={str(svc): onion.parse_key_blob(blob)})
+        monkeypatch.setattr(sm.os, "fsync", real_fsync)
+        assert os.listdir(str(svc)) == []
+        out = manager.apply([service], keys={str(svc): onion.parse_key_blob(blob)})
+    assert out["changed"] is True and out["services"][0]["onion_address"] == address

@@ -227,11 +227,15 @@ def test_malicious_service_dir_and_config_file(tmp_path):
     service = tmp_path / "mine"
     hs_conf = ("250-HiddenServiceDir=../../etc\r\n250-HiddenServicePort=80 127.0.0.1:80\r\n"
                "250-HiddenServiceDir=%s\r\n250 HiddenServicePort=22 127.0.0.1:22\r\n" % victim).encode()
+    # what tor holds after the SETCONF (read back to check that no other writer raced us)
+    hs_after = hs_conf[:-len(b"\r\n")].replace(b"250 HiddenServicePort", b"250-HiddenServicePort") + (
+        "\r\n250-HiddenServiceDir=%s\r\n250 HiddenServicePort=80 127.0.0.1:80\r\n" % service).encode()
     scripts = {}
     for name, config_file in (("shadow", shadow), ("etc", "/nonexistent/torrc")):
         info, conf = facts_reply(config_file, tmp_path)
         scripts[name] = [(b"PROTOCOLINFO", PI_NULL), (b"AUTHENTICATE", OK), (b"GETINFO", info), (b"GETCONF", conf),
-                         (b"GETCONF", hs_conf), (None, OK), (None, OK), (None, OK), (None, OK)]
+                         (b"GETCONF", hs_conf), (b"GETCONF", hs_conf), (b"SETEVENTS", OK), (b"SETCONF", OK),
+                         (b"SETEVENTS", OK), (b"GETCONF", hs_after), (None, OK)]
     info_i, conf_i = facts_reply("/nonexistent/torrc", tmp_path)
     scripts["info"] = [(b"PROTOCOLINFO", PI_NULL), (b"AUTHENTICATE", OK), (b"GETINFO", info_i), (b"GETCONF", conf_i),
                        (b"GETCONF", hs_conf), (b"GETINFO", ONIONS_NONE)]

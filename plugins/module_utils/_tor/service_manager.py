@@ -25,6 +25,7 @@ import time
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.lock import DEFAULT_TIMEOUT, TorLock
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import (
     ConnectionFailed, OperationFailed, ProtocolError, TorError)
 
@@ -34,6 +35,20 @@ _TORRC_KEYWORD_RE = re.compile(r"^%?[A-Za-z_][A-Za-z0-9_]*\Z")
 
 class ServiceError(TorError):
     """A service cannot be applied (unsafe directory, service defined elsewhere, ...)."""
+
+
+class _Raced(Exception):
+    """tor's HiddenService block changed under us (a writer outside the collection)."""
+
+    def __init__(self, when, expected, found):
+        Exception.__init__(self, when)
+        self.when = when
+        self.expected = expected
+        self.found = found
+
+
+RACE_ATTEMPTS = 3
+DEFAULT_LOCK_TIMEOUT = DEFAULT_TIMEOUT
 
 
 class TorFacts(object):
@@ -147,6 +162,29 @@ def _check_dir(path, facts, group_readable):
     return True
 
 
+def _chown_to_tor(path, facts):
+    """Give a file or directory we made to tor's user (when we are root and tor is not)."""
+    if facts.uid is not None and os.geteuid() == 0 and facts.uid != 0:
+        os.chown(path, facts.uid, facts.gid if facts.gid is not None else -1)
+
+
+def _views(services):
+    return [hs.config_view(s) for s in services]
+
+
+def _held(services):
+    """What must be the same in tor after our SETCONF: each service's path, ports and typed
+    options in order, and its other options with tor's spelling of names and booleans
+    forgiven (tor may echo "HiddenServiceFoo 1" for "hiddenservicefoo true")."""
+    held = []
+    for view in _views(services):
+        extra = view.pop("extra_options", {}) or {}
+        view["extra_options"] = sorted((k.lower(), [str(hs._as_bool(v)) if v.lower() in ("0", "1", "true", "false")
+                                                   else v for v in values]) for k, values in extra.items())
+        held.append(view)
+    return held
+
+
 def _remove_made_dir(path):
     """Undo a directory this run made, unless a secret key is in it by now.
 
@@ -164,8 +202,7 @@ def _make_dir(path, facts):
         raise ServiceError("the parent directory %s of %s does not exist" % (parent, path))
     os.mkdir(path, 0o700)
     os.chmod(path, 0o700)
-    if facts.uid is not None and os.geteuid() == 0 and facts.uid != 0:
-        os.chown(path, facts.uid, facts.gid if facts.gid is not None else -1)
+    _chown_to_tor(path, facts)
 
 
 def _client_files_plan(service, wanted):
@@ -224,10 +261,27 @@ def _existing_key(path):
     return onion.read_secret_key_file(key_path)
 
 
+def tor_lock(ctl, facts, timeout):
+    """The lock every run that changes this tor's services holds (see lock.py)."""
+    return TorLock(facts.data_dir, getattr(getattr(ctl, "sock", None), "where", "") or "", timeout)
+
+
+def _add_auth_private(result):
+    """Each generated client's ClientOnionAuthDir line, "<service id>:descriptor:x25519:<key>",
+    from the address of its own service."""
+    addresses = dict((s["path"], s["onion_address"]) for s in result["services"])
+    for client in result["generated_clients"]:
+        address = addresses.get(client["service"])
+        client["auth_private"] = ("%s:descriptor:x25519:%s" % (address[:-len(".onion")], client["private_key"])
+                                  if address else None)
+
+
 class PersistentManager(object):
-    def __init__(self, ctl, config_file=None, persist=True, include=True, check_mode=False):
+    def __init__(self, ctl, config_file=None, persist=True, include=True, check_mode=False,
+                 lock_timeout=DEFAULT_TIMEOUT):
         self.ctl = ctl
         self.check_mode = check_mode
+        self.lock_timeout = lock_timeout
         self.facts = TorFacts(ctl)
         self.persist = persist and bool(config_file)
         self.drop_in = config_file
@@ -257,7 +311,30 @@ class PersistentManager(object):
         prune: also remove the managed services (in the drop-in) that are not desired;
         clients: {path: [client dicts]} for services whose authorized_clients are managed;
         keys: {path: 64-byte expanded key} to install where a service has no key yet.
-        Returns a result dict (changed, diff, services, generated_clients)."""
+        Returns a result dict (changed, diff, services, generated_clients).
+
+        Runs of this collection are serialised by the tor's lock (read, SETCONF and drop-in
+        are one read-modify-write). A writer outside the collection that changes tor's block
+        between our read and our SETCONF, or right after it, is noticed: the run starts again
+        from what tor holds then (up to RACE_ATTEMPTS times), and otherwise fails saying so."""
+        if self.check_mode:
+            return self._apply_once(desired, absent, exclusive, purge, clients, keys, prune)
+        with tor_lock(self.ctl, self.facts, self.lock_timeout):
+            for attempt in range(RACE_ATTEMPTS):
+                try:
+                    return self._apply_once(desired, absent, exclusive, purge, clients, keys, prune)
+                except _Raced as raced:
+                    last = raced
+        if last.when == "before":
+            outcome = "this run sent nothing and changed nothing"
+        else:
+            outcome = ("tor now holds %d services where this run set %d; the drop-in was not changed"
+                       % (len(last.found), len(last.expected)))
+        raise ServiceError("tor's onion-service configuration was changed by another controller (not a run of "
+                           "this collection) while this run applied its own, %d times in a row; %s. Stop the "
+                           "other writer or let it finish, then run again" % (RACE_ATTEMPTS, outcome))
+
+    def _apply_once(self, desired, absent, exclusive, purge, clients, keys, prune):
         clients = clients or {}
         keys = keys or {}
         if prune:
@@ -304,7 +381,7 @@ class PersistentManager(object):
             if service["path"] in clients:
                 client_plans[service["path"]] = _client_files_plan(service, clients[service["path"]])
         clients_change = any(p[0] or p[1] for p in client_plans.values())
-        conf_change = [hs.config_view(s) for s in before] != [hs.config_view(s) for s in after]
+        conf_change = _views(before) != _views(after)
         drop_in_text = hs.render_drop_in(managed_after) if self.persist else None
         drop_in_change = False
         if self.persist:
@@ -360,6 +437,9 @@ class PersistentManager(object):
                 result["generated_clients"].extend(dict(g, service=path) for g in generated)
             # 2. the live config, in one atomic command
             if conf_change or clients_change or key_writes:
+                now = self.current()
+                if _views(now) != _views(before):
+                    raise _Raced("before", after, now)
                 try:
                     set_conf_explained(self.ctl, hs.block_to_conf(after))
                 except OperationFailed as exc:
@@ -370,6 +450,9 @@ class PersistentManager(object):
                     raise ServiceError("%s after the new onion-service configuration was sent: tor may have "
                                        "applied it or not. The drop-in was not changed and no key was deleted; "
                                        "run again to converge" % exc)
+                now = self.current()
+                if _held(now) != _held(after):
+                    raise _Raced("after", after, now)
         except BaseException:
             for undo in undo_clients:
                 undo()
@@ -400,6 +483,7 @@ class PersistentManager(object):
         if any(s["path"] in made_dirs for s in desired):
             self._wait_hostnames([s["path"] for s in desired])
             result["services"] = [describe_persistent(s) for s in after]
+        _add_auth_private(result)
         return result
 
     def _diff_view(self, service, client_plans=None):
@@ -417,8 +501,7 @@ class PersistentManager(object):
         directory = os.path.join(path, AUTH_DIR)
         if not os.path.isdir(directory):
             os.mkdir(directory, 0o700)
-            if self.facts.uid is not None and os.geteuid() == 0:
-                os.chown(directory, self.facts.uid, self.facts.gid if self.facts.gid is not None else -1)
+            _chown_to_tor(directory, self.facts)
         saved = {}
         for name in list(write) + list(delete):
             file_path = os.path.join(directory, name + ".auth")
@@ -430,8 +513,7 @@ class PersistentManager(object):
         for name, key in write.items():
             file_path = os.path.join(directory, name + ".auth")
             hs.atomic_write(file_path, "descriptor:x25519:%s\n" % key, 0o600)
-            if self.facts.uid is not None and os.geteuid() == 0:
-                os.chown(file_path, self.facts.uid, self.facts.gid if self.facts.gid is not None else -1)
+            _chown_to_tor(file_path, self.facts)
         for name in delete:
             os.unlink(os.path.join(directory, name + ".auth"))
 
@@ -448,20 +530,33 @@ class PersistentManager(object):
         return undo
 
     def _write_key(self, path, expanded):
-        """Install a secret key (and its public key) in a service directory that has none."""
+        """Install a secret key (and its public key) in a service directory that has none.
+
+        Each file is written to NAME.onionlab-new and renamed. A leftover of that name is ours
+        from a run that died mid-write (runs hold the tor's lock, so none is writing it now):
+        it is removed first; a failed write removes its own."""
         public = onion.ed25519_public_from_expanded(expanded)
         for name, data in (("hs_ed25519_secret_key", onion.SECRET_HEADER + expanded),
                            ("hs_ed25519_public_key", onion.PUBLIC_HEADER + public)):
             file_path = os.path.join(path, name)
-            fd = os.open(file_path + ".onionlab-new", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_EXCL, 0o600)
+            tmp = file_path + ".onionlab-new"
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
             try:
-                os.write(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            if self.facts.uid is not None and os.geteuid() == 0:
-                os.chown(file_path + ".onionlab-new", self.facts.uid, self.facts.gid if self.facts.gid is not None else -1)
-            os.rename(file_path + ".onionlab-new", file_path)
+                try:
+                    os.write(fd, data)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                _chown_to_tor(tmp, self.facts)
+                os.rename(tmp, file_path)
+            except BaseException:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+                raise
         host = os.path.join(path, "hostname")
         if os.path.exists(host):
             os.unlink(host)  # tor writes it anew from the key
@@ -506,12 +601,22 @@ def _ephemeral_view(ports, max_streams, client_auth):
     return {"ports": ports, "max_streams": max_streams, "client_auth_v3": sorted(client_auth)}
 
 
-def apply_ephemeral(ctl, state, ports=None, private_key=None, service_id=None, max_streams=None,
-                    client_auth_v3=(), discard_pk=False, check_mode=False):
+def apply_ephemeral(ctl, state, check_mode=False, lock_timeout=DEFAULT_TIMEOUT, **options):
     """Create (ADD_ONION, always detached) or remove (DEL_ONION) an ephemeral service.
+    options: ports, private_key, service_id, max_streams, client_auth_v3, discard_pk.
 
-    Returns {'changed', 'service', 'private_key' (only a key tor generated), 'diff'}."""
+    Returns {'changed', 'service', 'private_key' (only a key tor generated), 'diff'}. A change
+    holds the tor's lock: the record of configurations in the DataDirectory is a
+    read-modify-write shared with every other run."""
     facts = TorFacts(ctl)
+    if check_mode:
+        return _apply_ephemeral(ctl, facts, state, check_mode=True, **options)
+    with tor_lock(ctl, facts, lock_timeout):
+        return _apply_ephemeral(ctl, facts, state, **options)
+
+
+def _apply_ephemeral(ctl, facts, state, ports=None, private_key=None, service_id=None, max_streams=None,
+                     client_auth_v3=(), discard_pk=False, check_mode=False):
     record = hs.read_ephemeral_record(facts.data_dir) if facts.data_dir else {}
     onions = ctl.list_onions()
     running = set(onions["detached"]) | set(onions["current"])
