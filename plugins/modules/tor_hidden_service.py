@@ -320,6 +320,7 @@ purged:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.onionlab.tor.plugins.module_utils._common import (
+    MODULE_ERRORS,
     connect_module,
     control_argument_spec,
     fail,
@@ -332,7 +333,6 @@ from ansible_collections.onionlab.tor.plugins.module_utils._hidden_service_args 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_manager as sm
-from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import TorError
 
 
 def _service_params(params):
@@ -430,7 +430,7 @@ def main():
                 result["diff"] = out["diff"]
             for warning in manager.warnings:
                 module.warn(warning)
-    except (TorError, OSError) as exc:
+    except MODULE_ERRORS as exc:
         fail(module, exc)
     module.exit_json(**result)
 
