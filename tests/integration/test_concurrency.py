@@ -32,7 +32,7 @@ from harness.ansible_run import COLLECTIONS, REPO, run_playbook
 
 MODULE = REPO / "plugins" / "modules" / "tor_hidden_service.py"
 PARALLEL = 8
-ROUNDS = 3
+ROUNDS = int(os.environ.get("ONIONLAB_CONCURRENCY_ROUNDS", "3"))  # 10 for a longer measurement
 
 
 def start_module(args, tmp_path, tag):
