@@ -196,6 +196,8 @@ class FakeController(object):
         self.received = []
         self.errors = []
         self.connections = 0
+        self.finished = 0
+        self._idle = threading.Condition()
         self._refusals = {}
         self._lock = threading.Lock()
         self._server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -212,8 +214,15 @@ class FakeController(object):
         """Answer `command` (e.g. 'SETCONF', 'ADD_ONION') with `code message`; `times` None: always."""
         self._refusals[command.upper()] = [code, message, times]
 
+    def settle(self, timeout=5.0):
+        """Wait until every connection made so far is over: a module's last line (QUIT) is sent
+        as it exits, without waiting for the reply, so it may still be on its way."""
+        with self._idle:
+            self._idle.wait_for(lambda: self.finished >= self.connections, timeout)
+
     def commands(self):
-        """The command keywords received, in order."""
+        """The command keywords received, in order, once the connections are over."""
+        self.settle()
         return [line.split(" ", 1)[0] for line in self.received]
 
     def hs_paths(self):
@@ -266,6 +275,9 @@ class FakeController(object):
                 for sid in [s for s, o in self.onions.items() if o["owner"] == self.connections
                             and not o["detached"]]:
                     del self.onions[sid]
+                with self._idle:
+                    self.finished += 1
+                    self._idle.notify_all()
 
     def _handle(self, conn, number):
         buf = b""

@@ -6,6 +6,7 @@ check mode, diff, each refusal) against the stateful fake control port (conftest
 The results are checked against what the fake tor holds afterwards (its HiddenService block, its
 onions) and what is on disk (keys, hostname, client files, the drop-in, torrc's %include)."""
 
+import errno
 import json
 import os
 import socket
@@ -13,7 +14,9 @@ import stat
 
 import pytest
 
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_manager as sm
 from ansible_collections.onionlab.tor.plugins.modules import tor_hidden_service as module
 from ansible_collections.onionlab.tor.plugins.modules import tor_hidden_service_info as info_module
 from harness.fake_controller import new_expanded_key
@@ -201,6 +204,46 @@ def test_persist_false_and_no_include(runner, fake, tmp_path, torrc):
     assert any("does not %%include %s" % drop_in(tmp_path) in w for w in other["warnings"]), other.get("warnings")
 
 
+def test_include_through_a_directory_is_enough(runner, fake, tmp_path, torrc):
+    torrc.write_text(torrc.read_text() + "%%include %s/\n" % drop_in(tmp_path).parent)
+    os.mkdir(str(drop_in(tmp_path).parent))
+    torrc_text = torrc.read_text()
+    result = create(runner, fake, tmp_path)
+    assert result["changed"] is True and torrc.read_text() == torrc_text
+    assert "warnings" not in result
+
+
+def test_drop_in_write_failure_restores_tor(runner, fake, tmp_path, monkeypatch):
+    create(runner, fake, tmp_path, name="a")
+    drop_in_text = drop_in(tmp_path).read_text()
+    real_write = hs.atomic_write
+
+    def atomic_write(path, text, mode=0o644):
+        if path == str(drop_in(tmp_path)):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_write(path, text, mode)
+    monkeypatch.setattr(hs, "atomic_write", atomic_write)
+    result = runner.fails(module, **args(fake, tmp_path, path=service_dir(tmp_path, "b"), ports=WEB_PORTS))
+    assert result["msg"] == ("cannot write %s: No space left on device; restored the previous configuration"
+                             % drop_in(tmp_path))
+    assert fake.hs_paths() == [service_dir(tmp_path, "a")]
+    assert drop_in(tmp_path).read_text() == drop_in_text
+    assert len(setconfs(fake)) == 3          # a, then b, then a again
+
+
+def test_torrc_append_failure_restores_tor(runner, fake, tmp_path, torrc, monkeypatch):
+    def refusing_open(path, mode="r", *rest, **kwargs):
+        if str(path) == str(torrc) and "a" in mode:
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+        return open(path, mode, *rest, **kwargs)
+    monkeypatch.setattr(sm, "open", refusing_open, raising=False)
+    torrc_text = torrc.read_text()
+    result = runner.fails(module, **args(fake, tmp_path, path=service_dir(tmp_path), ports=WEB_PORTS))
+    assert "Permission denied" in result["msg"] and "restored the previous configuration" in result["msg"]
+    assert fake.hs_block == [] and torrc.read_text() == torrc_text
+    assert len(setconfs(fake)) == 2          # the service, then the empty block again
+
+
 # -- keys ------------------------------------------------------------------------------------------
 def test_private_key_is_installed(runner, fake, tmp_path):
     path = service_dir(tmp_path)
@@ -210,9 +253,7 @@ def test_private_key_is_installed(runner, fake, tmp_path):
     with open(os.path.join(path, "hs_ed25519_secret_key"), "rb") as handle:
         assert handle.read() == onion.SECRET_HEADER + KEY
     assert stat.S_IMODE(os.stat(os.path.join(path, "hs_ed25519_secret_key")).st_mode) == 0o600
-    text = json.dumps(result)
-    assert KEY_BLOB.split(":", 1)[1] not in text          # no_log: never returned
-    assert result["invocation"]["module_args"]["private_key"] != KEY_BLOB
+    assert KEY_BLOB.split(":", 1)[1] not in json.dumps(result)      # no_log: not even in the invocation
     again = create(runner, fake, tmp_path, private_key=KEY_BLOB)
     assert again["changed"] is False and again["onion_address"] == KEY_SID + ".onion"
 
