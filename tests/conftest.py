@@ -1,18 +1,31 @@
 # Copyright (c) 2026, onionlab.tor contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Test-wide setup: make the repository importable as ansible_collections.onionlab.tor.
+"""Test-wide setup: make the repository importable as ansible_collections.onionlab.tor, and
+fail the run when the pytest process read anything beside the clone.
 
 The repository root is the collection root; Ansible code imports it by its collection name,
 so a symlink .build/collections/ansible_collections/onionlab/tor -> repo is made and put on
 sys.path (and ANSIBLE_COLLECTIONS_PATH for ansible-playbook runs started by tests).
+
+A user's clone has nothing beside it: an audit hook (harness/read_guard.py) records every file
+opened or directory listed inside the clone's parent directory but outside the clone, from here
+to the end of the session; when it recorded any, the run fails (exit status 1) and lists them.
+Test data is in tests/data/ (harness/data.py).
 """
 
 import os
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 COLLECTIONS = REPO / ".build" / "collections"
+sys.path.insert(0, str(REPO / "tests"))
+
+from harness import read_guard  # noqa: E402
+
+READ_GUARD = read_guard.install_session(REPO)
 
 
 def _link():
@@ -31,7 +44,27 @@ _link()
 if str(COLLECTIONS) not in sys.path:
     sys.path.insert(0, str(COLLECTIONS))
 os.environ["ANSIBLE_COLLECTIONS_PATH"] = str(COLLECTIONS)
-sys.path.insert(0, str(REPO / "tests"))
 
 from harness.tor_fixtures import *  # noqa: E402,F401,F403  (fixtures)
 from harness.fixtures import *  # noqa: E402,F401,F403  (privnet, hostbed)
+
+
+@pytest.hookimpl(trylast=True)  # after the session fixtures' teardown, which may read too
+def pytest_sessionfinish(session):
+    if READ_GUARD.seen and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter):
+    guard = READ_GUARD
+    if guard.off:
+        terminalreporter.write_line("read guard: off, %s" % guard.off)
+    elif guard.seen:
+        terminalreporter.write_sep("=", "FAILED: read beside the clone (%s, outside %s)" % (guard.parent, guard.repo),
+                                   red=True)
+        for event, path in guard.seen:
+            terminalreporter.write_line("  %s %s" % (event, path))
+        terminalreporter.write_line("a user's clone has nothing beside it: put what the tests need in the "
+                                    "repository (test data: tests/data/)")
+    else:
+        terminalreporter.write_line("read guard: nothing opened or listed in %s outside the clone" % guard.parent)
