@@ -101,3 +101,33 @@ def test_absent_with_purge(tor, tmp_path):
     assert tor_paths(tor) == []
     assert not (tmp_path / "svc" / "web").exists()
     assert (tmp_path / "escrow" / "localhost" / "web" / "hs_ed25519_secret_key").exists()  # escrow stays
+
+
+def test_service_dir_with_trailing_and_doubled_slashes(tor, tmp_path):
+    """onion_service_dir written as '.../svc/' or '...//svc/./': the module gets, and reports, the same
+    paths as for '.../svc', so the addresses reach the summary and the fact (the report looks the
+    services up by path), the keys are escrowed, and a rerun with the plain spelling changes nothing."""
+    (tmp_path / "svc").mkdir(mode=0o700)
+    services = [{"name": "web", "ports": [{"port": 80, "target_port": 8080}]},
+                {"name": "blog", "ports": [{"port": 80, "target_port": 8081}]}]
+    spelled = [str(tmp_path / "svc") + "/", str(tmp_path) + "//svc/./"]
+    for n, service_dir in enumerate(spelled):
+        book = play(tor, tmp_path, services, onion_service_dir=service_dir,
+                    onion_service_summary_file=str(tmp_path / ("summary-%d.yml" % n)))
+        book[0]["tasks"] = [{"name": "addresses", "ansible.builtin.debug": {"var": "onion_service_addresses"}}]
+        run = run_playbook(book, tmp_path)
+        assert run.rc == 0, run.output
+        addresses = dict((name, onion.service_dir_address(str(tmp_path / "svc" / name))) for name in ("web", "blog"))
+        assert all(a and a.endswith(".onion") for a in addresses.values()), addresses
+        assert run.task("addresses")["result"]["onion_service_addresses"] == addresses, run.output
+        summary = yaml.safe_load((tmp_path / ("summary-%d.yml" % n)).read_text())
+        assert [(e["service"], e["onion_address"]) for e in summary] == [("blog", addresses["blog"]),
+                                                                         ("web", addresses["web"])]
+        assert sorted(tor_paths(tor)) == sorted(str(tmp_path / "svc" / name) for name in ("web", "blog"))
+        for name in ("web", "blog"):
+            assert (tmp_path / "escrow" / "localhost" / name / "hs_ed25519_secret_key").read_bytes() == \
+                (tmp_path / "svc" / name / "hs_ed25519_secret_key").read_bytes()
+
+    plain = run_playbook(play(tor, tmp_path, services, onion_service_summary_file=str(tmp_path / "summary-1.yml")),
+                         tmp_path)
+    assert plain.rc == 0 and plain.stats["localhost"]["changed"] == 0, plain.output
