@@ -22,11 +22,10 @@ Nothing here imports Ansible.
 
 from __future__ import annotations
 
-import calendar
-import datetime
 import re
 import time
 
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import _dirdoc
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import TorError, UnrecognizedKey
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.reply import parse_mapping
 
@@ -60,7 +59,6 @@ LIVENESS = ("up", "down")
 BOOTSTRAP_SEVERITIES = ("NOTICE", "WARN", "ERR")
 
 _UINT_RE = re.compile(r"[0-9]{1,20}\Z")
-_TIME_RE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2}) ([0-9]{2}):([0-9]{2}):([0-9]{2})\Z")
 _QUOTED_RE = re.compile(r'"([^"]*)"')
 
 
@@ -95,21 +93,17 @@ def parse_pair(value):
 
 def parse_time(value):
     """tor's 'YYYY-MM-DD HH:MM:SS' (UTC) -> seconds since the epoch (int), else None."""
-    match = _TIME_RE.match(value) if isinstance(value, str) else None
-    if not match:
+    if not isinstance(value, str):
         return None
     try:
-        moment = datetime.datetime(*[int(g) for g in match.groups()])
+        return _dirdoc.parse_timestamp(value)
     except ValueError:  # 2026-02-30 and the like
         return None
-    return calendar.timegm(moment.timetuple())
 
 
 def iso_time(epoch):
     """Seconds since the epoch -> 'YYYY-MM-DDTHH:MM:SSZ' (UTC, whole seconds); None stays None."""
-    if epoch is None:
-        return None
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(epoch)))
+    return None if epoch is None else _dirdoc.iso(epoch)
 
 
 def parse_text(value):

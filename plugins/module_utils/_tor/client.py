@@ -17,7 +17,6 @@ Nothing here imports Ansible.
 from __future__ import annotations
 
 import os
-import re
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import auth as _auth
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import (
@@ -26,6 +25,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import (
     ProtocolError,
     UnsafeValue,
 )
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.onion import SERVICE_ID_RE as _SERVICE_ID_RE
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.reply import (
     check_config_key,
     check_keyword,
@@ -45,7 +45,6 @@ DEFAULT_PORT = 9051
 SIGNALS = frozenset(["RELOAD", "HUP", "SHUTDOWN", "INT", "DUMP", "USR1", "DEBUG", "USR2", "HALT", "TERM",
                      "NEWNYM", "CLEARDNSCACHE", "HEARTBEAT", "ACTIVE", "DORMANT"])
 ONION_FLAGS = frozenset(["DiscardPK", "Detach", "BasicAuth", "V3Auth", "NonAnonymous", "MaxStreamsCloseCircuit"])
-_SERVICE_ID_RE = re.compile(r"^[a-z2-7]{56}\Z")
 
 
 class Controller(object):

@@ -36,10 +36,10 @@ object: treat router values as read-only.
 from __future__ import annotations
 
 import binascii
-import calendar
 import hashlib
 import re
 
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import _dirdoc
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import dirauths as _dirauths
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import rsa_verify as _rsa
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import DocumentError
@@ -56,11 +56,7 @@ class _FieldError(Exception):
 # --------------------------------------------------------------------------- patterns
 
 _B64 = "[A-Za-z0-9+/]"
-_OCTET = "(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
-_IPV4 = _OCTET + ("\\." + _OCTET) * 3
-_PORT_BODY = "6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}"
-_PORT = "(?:" + _PORT_BODY + ")"
-_PORT0 = "(?:0|" + _PORT_BODY + ")"
+_IPV4, _PORT, _PORT0 = _dirdoc.IPV4, _dirdoc.PORT, _dirdoc.PORT0
 _H16 = "[0-9a-fA-F]{1,4}"
 # sound (never accepts an invalid address) but not complete: embedded-IPv4 forms and
 # anything else it does not match are decided by _is_ipv6()
@@ -76,8 +72,8 @@ _IPV6 = "(?:" + "|".join([
     ":(?::%s){1,7}" % _H16,
     "::",
 ]) + ")"
-_DATE = "([0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01]))"
-_TIME = "((?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9])"
+_DATE = "(" + _dirdoc.DATE + ")"
+_TIME = "(" + _dirdoc.TIME + ")"
 _NICK = "([A-Za-z0-9]{1,19})"
 
 _R_TAIL = " %s %s (%s) (%s) (%s)\n" % (_DATE, _TIME, _IPV4, _PORT, _PORT0)
@@ -105,11 +101,7 @@ _NS_BULK = re.compile("^(?:" + _NS_ENTRY + "|" + _OTHER_ENTRY + ")", re.M)
 _MD_BULK = re.compile("^(?:" + _MD_ENTRY + "|" + _OTHER_ENTRY + ")", re.M)
 _CHUNK = 96 * 1024  # characters of router entries handled per bulk step
 
-_LINE_RE = re.compile(r"(?:opt[ \t]+)?([A-Za-z0-9][A-Za-z0-9-]*)(?:[ \t]+(.*))?\Z")
-_BAD_CHAR = re.compile(r"[^\t\x20-\x7e]")
-_BEGIN_RE = re.compile(r"-----BEGIN ([A-Za-z0-9]+(?: [A-Za-z0-9]+)*)-----\Z")
 _HEX40 = re.compile(r"[0-9A-Fa-f]{40}\Z")
-_TS_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}\Z")
 _VERSION_RE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+(?:\.[0-9]+)?(?:-\S*)?(?: \(\S*\))*\Z")
 _PROTO_NAME = re.compile(r"[A-Za-z0-9-]+\Z")
 _INT = re.compile(r"-?[0-9]+\Z")
@@ -166,42 +158,24 @@ ROUTER_FIELDS = tuple(sorted(set(ROUTER_FIELDS_NS + ROUTER_FIELDS_MICRODESC + RO
 
 # --------------------------------------------------------------------------- small helpers
 
-def _iso(value):
-    return value[:10] + "T" + value[11:] + "Z"
-
-
-def _epoch(value):
-    return _rsa.parse_timestamp(value)
-
-
 def _timestamp(value):
-    if not _TS_RE.match(value):
-        raise _FieldError("expected a 'YYYY-MM-DD HH:MM:SS' timestamp, got %r" % value)
     try:
-        _rsa.parse_timestamp(value)
-    except ValueError:
-        raise _FieldError("%r is not a valid date and time" % value)
-    return _iso(value)
+        _dirdoc.parse_timestamp(value)
+    except ValueError as exc:
+        raise _FieldError(str(exc))
+    return _dirdoc.iso(value)
 
 
 def _check_date(date):
-    y, mo, d = int(date[:4]), int(date[5:7]), int(date[8:10])
-    if y < 1 or d > calendar.monthrange(y, mo)[1]:
+    """A date the entry patterns matched (YYYY-MM-DD, month and day in range): a day of its month."""
+    try:
+        _dirdoc.parse_timestamp(date + " 00:00:00")
+    except ValueError:
         raise _FieldError("%r is not a valid date" % date)
 
 
 def _b64_hex(value):
     return binascii.a2b_base64(value + "=").hex().upper()
-
-
-def _valid_ipv4(text):
-    parts = text.split(".")
-    if len(parts) != 4:
-        return False
-    for part in parts:
-        if not (part.isdigit() and part.isascii()) or int(part) > 255 or (len(part) > 1 and part[0] == "0"):
-            return False
-    return True
 
 
 def _is_ipv6(addr):
@@ -210,7 +184,7 @@ def _is_ipv6(addr):
         return False
     if "." in addr:
         head, sep, tail = addr.rpartition(":")
-        if not sep or not _valid_ipv4(tail):
+        if not sep or not _dirdoc.valid_ipv4(tail):
             return False
         addr = head + (":0:0" if not head.endswith(":") or head.endswith("::") else "0:0")
         if head.endswith(":") and not head.endswith("::"):
@@ -238,16 +212,8 @@ def _is_ipv6(addr):
     return True
 
 
-def _valid_port(text, allow_zero=False):
-    if not (text.isdigit() and text.isascii()):
-        return False
-    if text == "0":
-        return allow_zero
-    return text[0] != "0" and int(text) <= 65535
-
-
 def _check_chars(value):
-    if _BAD_CHAR.search(value):
+    if _dirdoc.BAD_CHAR.search(value):
         raise _FieldError("control character in %r" % value[:80])
 
 
@@ -317,7 +283,7 @@ def _policy(value):
         low, dash, high = item.partition("-")
         if not dash:
             high = low
-        if not (_valid_port(low) and _valid_port(high)) or int(low) > int(high):
+        if not (_dirdoc.valid_port(low) and _dirdoc.valid_port(high)) or int(low) > int(high):
             raise _FieldError("invalid port range %r in exit policy" % item)
     return value
 
@@ -329,9 +295,9 @@ def _or_address(value):
         raise _FieldError("'a' line must be address:port, got %r" % value)
     bare = address[1:-1] if address.startswith("[") and address.endswith("]") else address
     ipv6 = _is_ipv6(bare)
-    if not ipv6 and (bare != address or not _valid_ipv4(address)):
+    if not ipv6 and (bare != address or not _dirdoc.valid_ipv4(address)):
         raise _FieldError("'a' line has an invalid address %r" % address)
-    if not _valid_port(port):
+    if not _dirdoc.valid_port(port):
         raise _FieldError("'a' line has an invalid port %r" % port)
     return {"address": bare, "port": int(port), "ipv6": ipv6}
 
@@ -378,64 +344,13 @@ def _int_mappings(value, keyword):
     return result
 
 
-def _split_lines_items(text, start, end, lineno):
-    """Tokenise text[start:end]: [(lineno, keyword, args, obj, line_start)].
-
-    obj is (object type, base64 text) when a PEM-style object follows the keyword line.
-    Blank lines are skipped and an 'opt ' prefix dropped (as tor and Stem do).
-    """
-    items = []
-    pos = start
-    append = items.append
-    while pos < end:
-        nl = text.find("\n", pos, end)
-        if nl < 0:
-            nl = end
-        line = text[pos:nl]
-        line_start = pos
-        pos = nl + 1
-        if not line:
-            lineno += 1
-            continue
-        match = _LINE_RE.match(line)
-        if not match or _BAD_CHAR.search(line):
-            if line.startswith("-----"):
-                raise ConsensusError("object without a keyword line before it", lineno)
-            if _BAD_CHAR.search(line):
-                raise ConsensusError("control character in line %r" % line[:80], lineno)
-            raise ConsensusError("malformed line %r (expected a keyword)" % line[:80], lineno)
-        obj = None
-        item_line = lineno
-        lineno += 1
-        if text.startswith("-----BEGIN ", pos):
-            nl = text.find("\n", pos, end)
-            if nl < 0:
-                nl = end
-            head = text[pos:nl]
-            bmatch = _BEGIN_RE.match(head)
-            if not bmatch:
-                raise ConsensusError("malformed object header %r" % head[:80], lineno)
-            end_line = "-----END %s-----" % bmatch.group(1)
-            body_start = nl + 1
-            body_end = text.find("\n" + end_line, nl, end)
-            if body_end < 0 or text[body_end + 1 + len(end_line):body_end + 2 + len(end_line)] not in ("\n", "") \
-                    or text.find("\n-----", nl, body_end) >= 0:
-                raise ConsensusError("object %r is not terminated by %r" % (bmatch.group(1), end_line), lineno)
-            body = text[body_start:body_end] if body_end >= body_start else ""
-            obj = (bmatch.group(1), body)
-            lines_in_obj = text.count("\n", pos, body_end + 1) + 1
-            lineno += lines_in_obj
-            pos = body_end + 2 + len(end_line)
-        append((item_line, match.group(1), match.group(2) or "", obj, line_start))
-    return items
-
-
 def _decode_object(obj, lineno):
-    body = obj[1].replace("\n", "")
-    if not _B64_VALUE.match(body) or len(body.rstrip("=")) % 4 == 1:
-        raise ConsensusError("object is not valid base64", lineno)
-    body = body.rstrip("=")
-    return binascii.a2b_base64(body + "=" * (-len(body) % 4))
+    try:
+        if obj[1].replace("\n", "").rstrip("="):
+            return _dirdoc.decode_base64(obj[1])
+    except ValueError:
+        pass
+    raise ConsensusError("object is not valid base64", lineno)
 
 
 # --------------------------------------------------------------------------- document
@@ -600,7 +515,7 @@ def _parse_header_items(doc, items):
                              items[-1][0])
     if "params" in seen and not _meets_method(doc, 7):
         raise ConsensusError("'params' appears only with consensus-method 7 or later", seen["params"])
-    va, fu, vu = (_epoch(header[k].replace("T", " ")[:-1]) for k in ("valid_after", "fresh_until", "valid_until"))
+    va, fu, vu = (_dirdoc.to_epoch(header[k]) for k in ("valid_after", "fresh_until", "valid_until"))
     if not va < fu:
         raise ConsensusError("fresh-until must be later than valid-after", seen["fresh-until"])
     if not va < vu:
@@ -822,11 +737,11 @@ def _dir_source(args):
         raise _FieldError("authority identity must be 40 hex digits, got %r" % v3ident)
     if not hostname:
         raise _FieldError("authority hostname is blank")
-    if not _valid_ipv4(address):
+    if not _dirdoc.valid_ipv4(address):
         raise _FieldError("authority address %r is not an IPv4 address" % address)
-    if not _valid_port(dir_port, allow_zero=True):
+    if not _dirdoc.valid_port(dir_port, allow_zero=True):
         raise _FieldError("authority DirPort %r is invalid" % dir_port)
-    if not _valid_port(or_port):
+    if not _dirdoc.valid_port(or_port):
         raise _FieldError("authority ORPort %r is invalid" % or_port)
     return {"nickname": nickname, "v3ident": v3ident.upper(), "hostname": hostname, "address": address,
             "dir_port": None if dir_port == "0" else int(dir_port), "or_port": int(or_port),
@@ -1266,7 +1181,7 @@ def _keep(st, router):
 def _routers_general(doc, st, start, end):
     """Any router entries: line by line, Stem's rules, same results as the fast path."""
     text = doc.text
-    items = _split_lines_items(text, start, end, _line_of(doc, start))
+    items = _dirdoc.items(text, start, end, _line_of(doc, start), ConsensusError)
     entry = []
     for item in items:
         if item[1] == "r" and entry:
@@ -1317,11 +1232,11 @@ def _router_entry(doc, st, items):
         if dig is not None:
             dig = dig.rstrip("=")
         published = _timestamp(date + " " + tm)
-        if not _valid_ipv4(addr):
+        if not _dirdoc.valid_ipv4(addr):
             raise _FieldError("address %r is not a valid IPv4 address" % addr)
-        if not _valid_port(orp):
+        if not _dirdoc.valid_port(orp):
             raise _FieldError("ORPort %r is invalid" % orp)
-        if not _valid_port(dirp, allow_zero=True):
+        if not _dirdoc.valid_port(dirp, allow_zero=True):
             raise _FieldError("DirPort %r is invalid" % dirp)
     except _FieldError as exc:
         raise ConsensusError("router %s: %s" % (nick, exc), r_line)
@@ -1453,7 +1368,7 @@ def _parse(text_or_bytes, routers=True, flags=None, fingerprints=None, nicknames
         router_start, router_line = _preamble_end(prefix, pos, lineno)
     doc.router_start, doc.router_line = router_start, router_line
     doc.line_mark = (router_start, router_line)
-    pre = _split_lines_items(prefix, pos, router_start, lineno)
+    pre = _dirdoc.items(prefix, pos, router_start, lineno, ConsensusError)
     auth_index = len(pre)
     for i, item in enumerate(pre):
         if item[1] == "dir-source":
@@ -1478,7 +1393,7 @@ def _parse(text_or_bytes, routers=True, flags=None, fingerprints=None, nicknames
         footer_start = _routers_bulk(doc, st, router_start)
     footer = doc.piece(footer_start, size)
     try:
-        _parse_footer_items(doc, _split_lines_items(footer, 0, len(footer), 1), footer_start)
+        _parse_footer_items(doc, _dirdoc.items(footer, 0, len(footer), 1, ConsensusError), footer_start)
     except ConsensusError as exc:
         base = _line_of(doc, footer_start) if footer_start > router_start else router_line
         raise ConsensusError(exc.reason, None if exc.line is None else exc.line + base - 1)
@@ -1586,11 +1501,8 @@ def _summary(doc, st, now):
             versions[key] = versions.get(key, 0) + entry[2]
     if st.no_version:
         versions["unknown"] = versions.get("unknown", 0) + st.no_version
-    epoch = _rsa.to_epoch(now)
-    header = doc.header
-    va = _epoch(header["valid_after"][:-1].replace("T", " "))
-    fu = _epoch(header["fresh_until"][:-1].replace("T", " "))
-    vu = _epoch(header["valid_until"][:-1].replace("T", " "))
+    epoch = _dirdoc.to_epoch(now)
+    va, fu, vu = (_dirdoc.to_epoch(doc.header[k]) for k in ("valid_after", "fresh_until", "valid_until"))
     return {
         "routers": st.count,
         "flags": dict(sorted(flags.items())),

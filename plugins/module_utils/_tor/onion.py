@@ -168,7 +168,8 @@ def check_client_public_key(text):
 
 
 # -- onion addresses ---------------------------------------------------------------------------
-_ADDRESS_RE = re.compile(r"^[a-z2-7]{56}\Z")
+# the form of a v3 service id (an address without '.onion'); parse_onion_address() checks the rest
+SERVICE_ID_RE = re.compile(r"[a-z2-7]{56}\Z")
 
 
 def onion_address(public_key):
@@ -185,7 +186,7 @@ def parse_onion_address(address):
     if not isinstance(address, str):
         raise OnionKeyError("an onion address must be a string")
     sid = address[:-6] if address.endswith(".onion") else address
-    if not _ADDRESS_RE.match(sid):
+    if not SERVICE_ID_RE.match(sid):
         raise OnionKeyError("%r is not a v3 onion address (56 base32 characters)" % address[:80])
     raw = base64.b32decode(sid.upper())
     public_key, checksum, version = raw[:32], raw[32:34], raw[34:]

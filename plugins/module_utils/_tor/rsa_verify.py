@@ -19,12 +19,11 @@ long-term identity key to its medium-term signing key:
 
 from __future__ import annotations
 
-import binascii
-import calendar
 import hashlib
 import re
-import time
 
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import _dirdoc
+from ansible_collections.onionlab.tor.plugins.module_utils._tor._dirdoc import iso, parse_timestamp, to_epoch
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import DocumentError
 
 
@@ -109,16 +108,10 @@ def pem_to_der(pem, expected_type=None):
 
 def b64decode(text):
     """Strict base64 (line breaks ignored, padding optional)."""
-    body = text.replace("\n", "")
-    if not re.match(r"\A[A-Za-z0-9+/]*={0,2}\Z", body):
-        raise CertificateError("invalid base64 data")
-    body = body.rstrip("=")
-    if len(body) % 4 == 1:
-        raise CertificateError("invalid base64 length")
     try:
-        return binascii.a2b_base64(body + "=" * (-len(body) % 4))
-    except (binascii.Error, ValueError) as exc:
-        raise CertificateError("invalid base64 data: %s" % exc)
+        return _dirdoc.decode_base64(text)
+    except ValueError as exc:
+        raise CertificateError(str(exc))
 
 
 # --------------------------------------------------------------------------- RSA
@@ -153,39 +146,6 @@ def key_digest(der):
 
 # --------------------------------------------------------------------------- certificates
 
-_TS_RE = re.compile(r"\A([0-9]{4})-([0-9]{2})-([0-9]{2}) ([0-9]{2}):([0-9]{2}):([0-9]{2})\Z")
-
-
-def parse_timestamp(value):
-    """'YYYY-MM-DD HH:MM:SS' (UTC) -> POSIX seconds; ValueError when malformed."""
-    match = _TS_RE.match(value)
-    if not match:
-        raise ValueError("expected YYYY-MM-DD HH:MM:SS, got %r" % value)
-    y, mo, d, h, mi, s = (int(x) for x in match.groups())
-    if not (1 <= mo <= 12 and 1 <= d <= calendar.monthrange(y, mo)[1] and y >= 1
-            and h < 24 and mi < 60 and s < 60):
-        raise ValueError("not a valid date and time: %r" % value)
-    return calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0))
-
-
-def iso(value):
-    """'YYYY-MM-DD HH:MM:SS' -> 'YYYY-MM-DDTHH:MM:SSZ'."""
-    return value[:10] + "T" + value[11:] + "Z"
-
-
-def to_epoch(now):
-    """None (current time), a number of POSIX seconds, or an ISO/tor timestamp string."""
-    if now is None:
-        return time.time()
-    if isinstance(now, (int, float)):
-        return float(now)
-    text = str(now).strip()
-    if text.endswith("Z"):
-        text = text[:-1]
-    text = text.replace("T", " ")
-    return float(parse_timestamp(text))
-
-
 _CERT_FIELDS = (
     # keyword, mandatory, object type(s)
     ("dir-key-certificate-version", True, None),
@@ -199,50 +159,6 @@ _CERT_FIELDS = (
     ("dir-key-certification", True, ("SIGNATURE",)),
 )
 _CERT_KNOWN = dict((kw, (mand, obj)) for kw, mand, obj in _CERT_FIELDS)
-
-_LINE_RE = re.compile(r"(?:opt[ \t]+)?([A-Za-z0-9][A-Za-z0-9-]*)(?:[ \t]+(.*))?\Z")
-
-
-def _cert_items(text, first_line):
-    """[(lineno, keyword, args, (objtype, base64) or None, line_start, line_end)]."""
-    lines = text.split("\n")
-    items = []
-    i = 0
-    offset = 0
-    while i < len(lines):
-        line = lines[i]
-        lineno = first_line + i
-        start = offset
-        offset += len(line) + 1
-        i += 1
-        if not line:
-            continue
-        if line.startswith("-----"):
-            raise CertificateError("object without a keyword line before it", lineno)
-        match = _LINE_RE.match(line)
-        if not match or re.search(r"[^\x20-\x7e\t]", line):
-            raise CertificateError("malformed line %r" % line[:80], lineno)
-        obj = None
-        if i < len(lines) and lines[i].startswith("-----BEGIN "):
-            head = lines[i]
-            bmatch = re.match(r"-----BEGIN ([A-Z0-9]+(?: [A-Z0-9]+)*)-----\Z", head)
-            if not bmatch:
-                raise CertificateError("malformed object header %r" % head[:80], lineno + 1)
-            end_line = "-----END %s-----" % bmatch.group(1)
-            body = []
-            j = i + 1
-            while j < len(lines) and lines[j] != end_line and not lines[j].startswith("-----"):
-                body.append(lines[j])
-                j += 1
-            if j >= len(lines) or lines[j] != end_line:
-                raise CertificateError("object %r is not terminated" % bmatch.group(1), lineno + 1)
-            for k in range(i, j + 1):
-                offset += len(lines[k]) + 1
-            i = j + 1
-            obj = (bmatch.group(1), "".join(body))
-        items.append((lineno, match.group(1), match.group(2) or "", obj, start, offset))
-    return items
-
 
 def parse_certificates(text):
     """Parse a ``cached-certs`` style concatenation of v3 key certificates.
@@ -271,11 +187,11 @@ def parse_certificates(text):
 
 
 def _parse_one_certificate(text, first_line):
-    items = _cert_items(text, first_line)
+    items = _dirdoc.items(text, 0, len(text), first_line, CertificateError)
     seen = {}
     cert = {"line": first_line}
     signed_end = None
-    for lineno, keyword, args, obj, _start, end in items:
+    for lineno, keyword, args, obj, _start in items:
         if signed_end is not None:
             raise CertificateError("%r after dir-key-certification" % keyword, lineno)
         if keyword not in _CERT_KNOWN:
@@ -299,7 +215,7 @@ def _parse_one_certificate(text, first_line):
                 cert["version"] = 3
             elif keyword == "dir-address":
                 match = re.match(r"\A([0-9.]+):([0-9]+)\Z", args)
-                if not match or not _valid_ipv4(match.group(1)) or not _valid_port(match.group(2)):
+                if not match or not _dirdoc.valid_ipv4(match.group(1)) or not _dirdoc.valid_port(match.group(2)):
                     raise CertificateError("dir-address must be IPv4:port, got %r" % args, lineno)
                 cert["address"] = match.group(1)
                 cert["dir_port"] = int(match.group(2))
@@ -341,17 +257,6 @@ def _parse_one_certificate(text, first_line):
         if mandatory and keyword not in seen:
             raise CertificateError("key certificate lacks a %r line" % keyword, first_line)
     return cert
-
-
-def _valid_ipv4(text):
-    parts = text.split(".")
-    return len(parts) == 4 and all(
-        p.isdigit() and p.isascii() and int(p) < 256 and (p == "0" or not p.startswith("0"))
-        for p in parts)
-
-
-def _valid_port(text):
-    return text.isdigit() and text.isascii() and not text.startswith("0") and 0 < int(text) < 65536
 
 
 def check_certificate(cert, now=None):
