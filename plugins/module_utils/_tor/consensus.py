@@ -110,34 +110,6 @@ _B64_VALUE = re.compile(r"[A-Za-z0-9+/]+={0,2}\Z")
 _MAX_PROTOCOL_VERSION = 63
 _INT32 = (-2147483648, 2147483647)
 
-# header keywords: (in votes, in consensuses, mandatory, multiple)
-_HEADER_FIELDS = {
-    "network-status-version": (True, True, True, False),
-    "vote-status": (True, True, True, False),
-    "consensus-methods": (True, False, False, False),
-    "consensus-method": (False, True, False, False),
-    "published": (True, False, True, False),
-    "valid-after": (True, True, True, False),
-    "fresh-until": (True, True, True, False),
-    "valid-until": (True, True, True, False),
-    "voting-delay": (True, True, True, False),
-    "client-versions": (True, True, False, False),
-    "server-versions": (True, True, False, False),
-    "package": (True, True, False, True),
-    "known-flags": (True, True, True, False),
-    "flag-thresholds": (True, False, False, False),
-    "shared-rand-participate": (True, False, False, False),
-    "shared-rand-commit": (True, False, False, True),
-    "shared-rand-previous-value": (True, True, False, False),
-    "shared-rand-current-value": (True, True, False, False),
-    "bandwidth-file-headers": (True, False, False, False),
-    "bandwidth-file-digest": (True, False, False, False),
-    "recommended-client-protocols": (True, True, False, False),
-    "recommended-relay-protocols": (True, True, False, False),
-    "required-client-protocols": (True, True, False, False),
-    "required-relay-protocols": (True, True, False, False),
-    "params": (True, True, False, False),
-}
 _AUTHORITY_KEYWORDS = ("dir-source", "contact", "vote-digest", "legacy-dir-key")
 _ROUTER_KEYWORDS = ("r", "a", "s", "v", "pr", "w", "p", "m", "id")
 _FOOTER_KEYWORDS = ("directory-footer", "bandwidth-weights", "directory-signature")
@@ -492,7 +464,7 @@ def _parse_header_items(doc, items):
         if obj is not None:
             raise ConsensusError("'%s' takes no object" % keyword, lineno)
         try:
-            _header_value(doc, keyword, args, header)
+            spec[4](doc, args, header)
         except _FieldError as exc:
             raise ConsensusError("%s: %s" % (keyword, exc), lineno)
     first = items[0] if items else None
@@ -503,7 +475,7 @@ def _parse_header_items(doc, items):
         raise ConsensusError("'vote-status' must follow 'network-status-version'",
                              items[1][0] if len(items) > 1 else items[0][0])
     missing = []
-    for keyword, (in_vote, in_consensus, mandatory, _multiple) in _HEADER_FIELDS.items():
+    for keyword, (in_vote, in_consensus, mandatory, _multiple, _read) in _HEADER_FIELDS.items():
         applies = in_vote if doc.is_vote else in_consensus
         if keyword in seen and not applies:
             raise ConsensusError("'%s' does not belong in a %s" % (keyword, "vote" if doc.is_vote else "consensus"),
@@ -528,88 +500,110 @@ def _meets_method(doc, method):
     return doc.method >= method
 
 
-def _header_value(doc, keyword, args, header):
-    if keyword == "network-status-version":
-        version, _sep, flavor = args.partition(" ")
-        if not version.isdigit():
-            raise _FieldError("version must be a number, got %r" % args)
-        if int(version) != 3:
-            raise _FieldError("only version 3 documents are supported, got %r" % version)
-        flavor = flavor.strip() or "ns"
-        if flavor not in ("ns", "microdesc"):
-            raise _FieldError("unsupported flavor %r (supported: ns, microdesc)" % flavor)
-        doc.microdesc = flavor == "microdesc"
-        header["flavor"] = flavor
-    elif keyword == "vote-status":
-        if args not in ("consensus", "vote"):
-            raise _FieldError("must be 'consensus' or 'vote', got %r" % args)
-        doc.is_vote = args == "vote"
-        header["vote_status"] = args
-        header["is_vote"] = doc.is_vote
-    elif keyword == "consensus-method":
-        if not (args.isdigit() and args.isascii()):
-            raise _FieldError("must be an integer, got %r" % args)
-        doc.method = int(args)
-        header["consensus_method"] = doc.method
-    elif keyword == "consensus-methods":
-        methods = []
-        for entry in args.split(" "):
-            if not (entry.isdigit() and entry.isascii()):
-                raise _FieldError("must be a list of integers, got %r" % args)
-            methods.append(int(entry))
-        doc.methods = methods
-        header["consensus_methods"] = methods
-    elif keyword in ("published", "valid-after", "fresh-until", "valid-until"):
-        header[keyword.replace("-", "_")] = _timestamp(args)
-    elif keyword == "voting-delay":
-        parts = args.split(" ")
-        if len(parts) != 2 or not all(p.isdigit() and p.isascii() for p in parts):
-            raise _FieldError("must be two integers (VoteSeconds DistSeconds), got %r" % args)
-        header["voting_delay"] = {"vote_seconds": int(parts[0]), "dist_seconds": int(parts[1])}
-    elif keyword in ("client-versions", "server-versions"):
-        versions = []
-        if args:  # tor writes an empty line when it recommends nothing
-            for entry in args.split(","):
-                if not _VERSION_RE.match(entry):
-                    raise _FieldError("%r is not a tor version" % entry)
-                versions.append(entry)
-        header[keyword.replace("-", "_")] = versions
-    elif keyword == "package":
-        parts = args.split(" ", 3)
-        if len(parts) < 3:
-            raise _FieldError("must be 'PackageName Version URL [digests]', got %r" % args)
-        digests = dict(_mappings(parts[3], keyword)) if len(parts) == 4 else {}
-        header.setdefault("packages", []).append(
-            {"name": parts[0], "version": parts[1], "url": parts[2], "digests": digests})
-    elif keyword == "known-flags":
-        header["known_flags"] = [flag for flag in args.split(" ") if flag]
-    elif keyword == "flag-thresholds":
-        thresholds = {}
-        for key, val in _mappings(args.strip(), keyword):
-            try:
-                if val.endswith("%"):
-                    thresholds[key] = float(val[:-1]) / 100.0
-                elif "." in val:
-                    thresholds[key] = float(val)
-                else:
-                    thresholds[key] = int(val)
-            except ValueError:
-                raise _FieldError("value for %r is not a number: %r" % (key, val))
-        header["flag_thresholds"] = thresholds
-    elif keyword == "shared-rand-participate":
-        header["shared_rand_participate"] = True
-    elif keyword == "shared-rand-commit":
-        header.setdefault("shared_rand_commits", []).append(_sr_commit(args))
-    elif keyword in ("shared-rand-previous-value", "shared-rand-current-value"):
-        header[keyword[:-6].replace("-", "_")] = _sr_value(args)
-    elif keyword == "bandwidth-file-headers":
-        header["bandwidth_file_headers"] = dict(_mappings(args, keyword))
-    elif keyword == "bandwidth-file-digest":
-        header["bandwidth_file_digest"] = dict(_mappings(args, keyword))
-    elif keyword.endswith("-protocols"):
-        header[keyword.replace("-", "_")] = _protocols(args)
-    elif keyword == "params":
-        header["params"] = _int_mappings(args, keyword)
+# How each header line is read: a function (doc, args, header) that fills header (and doc); see
+# _HEADER_FIELDS.  Most are _set(key, read) or _add(key, read): header[key] = read(args), or read(args)
+# appended to the list header[key].
+
+def _set(key, read):
+    def parse(_doc, args, header):
+        header[key] = read(args)
+    return parse
+
+
+def _add(key, read):
+    def parse(_doc, args, header):
+        header.setdefault(key, []).append(read(args))
+    return parse
+
+
+def _network_status_version(doc, args, header):
+    version, _sep, flavor = args.partition(" ")
+    if not version.isdigit():
+        raise _FieldError("version must be a number, got %r" % args)
+    if int(version) != 3:
+        raise _FieldError("only version 3 documents are supported, got %r" % version)
+    flavor = flavor.strip() or "ns"
+    if flavor not in ("ns", "microdesc"):
+        raise _FieldError("unsupported flavor %r (supported: ns, microdesc)" % flavor)
+    doc.microdesc = flavor == "microdesc"
+    header["flavor"] = flavor
+
+
+def _vote_status(doc, args, header):
+    if args not in ("consensus", "vote"):
+        raise _FieldError("must be 'consensus' or 'vote', got %r" % args)
+    doc.is_vote = args == "vote"
+    header["vote_status"] = args
+    header["is_vote"] = doc.is_vote
+
+
+def _consensus_method(doc, args, header):
+    if not (args.isdigit() and args.isascii()):
+        raise _FieldError("must be an integer, got %r" % args)
+    doc.method = int(args)
+    header["consensus_method"] = doc.method
+
+
+def _consensus_methods(doc, args, header):
+    methods = []
+    for entry in args.split(" "):
+        if not (entry.isdigit() and entry.isascii()):
+            raise _FieldError("must be a list of integers, got %r" % args)
+        methods.append(int(entry))
+    doc.methods = methods
+    header["consensus_methods"] = methods
+
+
+def _voting_delay(args):
+    parts = args.split(" ")
+    if len(parts) != 2 or not all(p.isdigit() and p.isascii() for p in parts):
+        raise _FieldError("must be two integers (VoteSeconds DistSeconds), got %r" % args)
+    return {"vote_seconds": int(parts[0]), "dist_seconds": int(parts[1])}
+
+
+def _recommended_versions(args):
+    versions = []
+    if args:  # tor writes an empty line when it recommends nothing
+        for entry in args.split(","):
+            if not _VERSION_RE.match(entry):
+                raise _FieldError("%r is not a tor version" % entry)
+            versions.append(entry)
+    return versions
+
+
+def _package(args):
+    parts = args.split(" ", 3)
+    if len(parts) < 3:
+        raise _FieldError("must be 'PackageName Version URL [digests]', got %r" % args)
+    digests = dict(_mappings(parts[3], "package")) if len(parts) == 4 else {}
+    return {"name": parts[0], "version": parts[1], "url": parts[2], "digests": digests}
+
+
+def _known_flags(args):
+    return [flag for flag in args.split(" ") if flag]
+
+
+def _flag_thresholds(args):
+    thresholds = {}
+    for key, val in _mappings(args.strip(), "flag-thresholds"):
+        try:
+            if val.endswith("%"):
+                thresholds[key] = float(val[:-1]) / 100.0
+            elif "." in val:
+                thresholds[key] = float(val)
+            else:
+                thresholds[key] = int(val)
+        except ValueError:
+            raise _FieldError("value for %r is not a number: %r" % (key, val))
+    return thresholds
+
+
+def _key_values(keyword):
+    return lambda args: dict(_mappings(args, keyword))
+
+
+def _participate(_args):
+    return True
 
 
 def _sr_value(args):
@@ -625,6 +619,38 @@ def _sr_commit(args):
         raise _FieldError("must be 'Version AlgName Identity Commit [Reveal]', got %r" % args)
     return {"version": int(parts[0]), "algorithm": parts[1], "identity": parts[2],
             "commit": parts[3], "reveal": parts[4] if len(parts) > 4 else None}
+
+
+# header keywords: (in votes, in consensuses, mandatory, may repeat, how the line is read)
+_HEADER_FIELDS = {
+    "network-status-version": (True, True, True, False, _network_status_version),
+    "vote-status": (True, True, True, False, _vote_status),
+    "consensus-methods": (True, False, False, False, _consensus_methods),
+    "consensus-method": (False, True, False, False, _consensus_method),
+    "published": (True, False, True, False, _set("published", _timestamp)),
+    "valid-after": (True, True, True, False, _set("valid_after", _timestamp)),
+    "fresh-until": (True, True, True, False, _set("fresh_until", _timestamp)),
+    "valid-until": (True, True, True, False, _set("valid_until", _timestamp)),
+    "voting-delay": (True, True, True, False, _set("voting_delay", _voting_delay)),
+    "client-versions": (True, True, False, False, _set("client_versions", _recommended_versions)),
+    "server-versions": (True, True, False, False, _set("server_versions", _recommended_versions)),
+    "package": (True, True, False, True, _add("packages", _package)),
+    "known-flags": (True, True, True, False, _set("known_flags", _known_flags)),
+    "flag-thresholds": (True, False, False, False, _set("flag_thresholds", _flag_thresholds)),
+    "shared-rand-participate": (True, False, False, False, _set("shared_rand_participate", _participate)),
+    "shared-rand-commit": (True, False, False, True, _add("shared_rand_commits", _sr_commit)),
+    "shared-rand-previous-value": (True, True, False, False, _set("shared_rand_previous", _sr_value)),
+    "shared-rand-current-value": (True, True, False, False, _set("shared_rand_current", _sr_value)),
+    "bandwidth-file-headers": (True, False, False, False,
+                               _set("bandwidth_file_headers", _key_values("bandwidth-file-headers"))),
+    "bandwidth-file-digest": (True, False, False, False,
+                              _set("bandwidth_file_digest", _key_values("bandwidth-file-digest"))),
+    "recommended-client-protocols": (True, True, False, False, _set("recommended_client_protocols", _protocols)),
+    "recommended-relay-protocols": (True, True, False, False, _set("recommended_relay_protocols", _protocols)),
+    "required-client-protocols": (True, True, False, False, _set("required_client_protocols", _protocols)),
+    "required-relay-protocols": (True, True, False, False, _set("required_relay_protocols", _protocols)),
+    "params": (True, True, False, False, _set("params", lambda args: _int_mappings(args, "params"))),
+}
 
 
 # --------------------------------------------------------------------------- authorities
