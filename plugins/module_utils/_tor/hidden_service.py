@@ -293,6 +293,11 @@ def parse_torrc_lines(text):
     return pairs
 
 
+def parse_drop_in(text):
+    """The services of a drop-in's text."""
+    return services_from_conf(parse_torrc_lines(text))
+
+
 def read_drop_in(path):
     """Services in our drop-in (None when the file does not exist)."""
     try:
@@ -300,7 +305,7 @@ def read_drop_in(path):
             text = handle.read()
     except FileNotFoundError:
         return None
-    return services_from_conf(parse_torrc_lines(text))
+    return parse_drop_in(text)
 
 
 def atomic_write(path, text, mode=0o644):

@@ -139,19 +139,227 @@ def list_services(ctl, facts=None):
     return result
 
 
-# -- persistent services ------------------------------------------------------------------------
-def _check_dir(path, facts, group_readable):
+# -- persistent services: reading the state --------------------------------------------------------
+class PersistentState(object):
+    """What plan() looks at: plain data, read in one go by PersistentManager.read_state() (or
+    written down by a test).
+
+    block: the services tor runs now (GETCONF HiddenServiceOptions), in tor's order.
+    persist, drop_in, include: the manager's settings: keep the services in the file drop_in,
+      and %include it from tor's torrc.
+    drop_in_text: the drop-in's text (None: no such file); drop_in_services: its services.
+    config_file: tor's torrc (None: unknown); torrc_dirs: {HiddenServiceDir: file} that torrc and
+      its includes define (the drop-in aside); included: whether they %include the drop-in;
+      torrc_refusal: why no %include line may be appended to config_file (None: it may).
+    uid, user: tor's user (uid None: unknown).
+    dirs: {path: its os.lstat() (None: nothing there)} of each desired service.
+    is_dir: {path: os.path.isdir()} of each path that may be purged.
+    clients: {path: read_authorized_clients()} of each service in the block or desired.
+    keys: {path: the 64-byte key the directory holds (None: none)} of each key to install;
+      key_addresses: {path: the address of that key} where it is not the key to install.
+    """
+
+    def __init__(self, block, persist=False, drop_in=None, include=True, drop_in_text=None, config_file=None,
+                 torrc_dirs=None, included=True, torrc_refusal=None, uid=None, user=None, dirs=None,
+                 is_dir=None, clients=None, keys=None, key_addresses=None):
+        self.block = block
+        self.persist = persist
+        self.drop_in = drop_in
+        self.include = include
+        self.drop_in_text = drop_in_text
+        self.drop_in_services = hs.parse_drop_in(drop_in_text) if drop_in_text is not None else None
+        self.config_file = config_file
+        self.torrc_dirs = torrc_dirs or {}
+        self.included = included
+        self.torrc_refusal = torrc_refusal
+        self.uid = uid
+        self.user = user
+        self.dirs = dirs or {}
+        self.is_dir = is_dir or {}
+        self.clients = clients or {}
+        self.keys = keys or {}
+        self.key_addresses = key_addresses or {}
+
+    def drop_in_paths(self):
+        return [s["path"] for s in self.drop_in_services or []]
+
+
+def _lstat(path):
     try:
-        st = os.lstat(path)
+        return os.lstat(path)
     except FileNotFoundError:
-        return False
+        return None
+
+
+def _read_text(path):
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+
+
+def _existing_key(path):
+    """The 64-byte expanded key a service directory holds, or None."""
+    key_path = os.path.join(path, "hs_ed25519_secret_key")
+    if not os.path.exists(key_path):
+        return None
+    return onion.read_secret_key_file(key_path)
+
+
+def _torrc_refusal(path):
+    """Why no line may be appended to the file tor names as its config-file (GETINFO
+    config-file), or None: it must be a regular file made of torrc lines, so that a peer that
+    is not tor cannot make us append to /etc/shadow or the like. The message never quotes the file."""
+    try:
+        st = os.stat(path)
+        with open(path, "rb") as handle:
+            text = handle.read(4 * 1024 * 1024).decode("utf-8")
+    except FileNotFoundError:
+        return ("tor's config-file %s does not exist; cannot add the %%include line "
+                "(set include_config_file=false)" % path)
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or type(exc).__name__
+        return "cannot read tor's config-file %s: %s" % (path, reason)
+    if not stat.S_ISREG(st.st_mode) or not all(
+            _TORRC_KEYWORD_RE.match(key) for key, _value in hs.parse_torrc_lines(text)):
+        return ("tor's config-file %s does not look like a torrc (a file of tor options); not "
+                "adding an %%include line to it" % path)
+    return None
+
+
+# -- persistent services: the plan ---------------------------------------------------------------
+class PersistentPlan(object):
+    """The steps from a PersistentState to what was asked, made by plan() and carried out by
+    PersistentManager.execute().
+
+    before, after: tor's block now and the block it is to run (in tor's order).
+    make_dirs: service directories to create (0700, tor's user); key_writes: {path: 64-byte key}
+      to install; client_plans: {path: (files to write {name: public key}, names to delete,
+      generated clients [{name, public_key, private_key}])} of the services whose clients are managed.
+    set_conf: whether `after` is sent to tor (the block changed, or files tor reads at SETCONF did).
+    drop_in_text: the drop-in's new text (None: not persisted); drop_in_change and include_change:
+      whether it and torrc's %include line are written.
+    purge_dirs: the directories removed at the end.
+    changed, diff: for the result; warnings: for the module to show.
+    """
+
+    def __init__(self, before, after, desired_paths):
+        self.before = before
+        self.after = after
+        self.desired_paths = desired_paths
+        self.make_dirs = []
+        self.key_writes = {}
+        self.client_plans = {}
+        self.set_conf = False
+        self.drop_in_text = None
+        self.drop_in_change = False
+        self.include_change = False
+        self.purge_dirs = []
+        self.changed = False
+        self.diff = None
+        self.warnings = []
+
+    def result(self, services):
+        return {"changed": self.changed, "diff": self.diff, "generated_clients": [], "purged": self.purge_dirs,
+                "services": services}
+
+
+def plan(state, desired, absent=(), exclusive=False, purge=False, clients=None, keys=None, prune=False):
+    """The steps that take tor from `state` (a PersistentState) to what is asked (the arguments
+    of PersistentManager.apply), or a ServiceError saying why not. Reads and writes nothing (the
+    keys of generated clients are made here)."""
+    clients = clients or {}
+    paths = [s["path"] for s in desired]
+    if prune:
+        absent = list(absent) + [p for p in state.drop_in_paths() if p not in paths]
+    if len(set(paths)) != len(paths):
+        raise ServiceError("the same path is given for more than one service")
+    for path in absent:
+        if path in paths:
+            raise ServiceError("%s is both present and absent" % path)
+    steps = PersistentPlan(state.block, _after_block(state.block, desired, absent, exclusive), paths)
+    after_paths = [s["path"] for s in steps.after]
+    _check_not_in_torrc(state, desired)
+    for service in desired:
+        _check_dir(service["path"], state.dirs.get(service["path"]), state, service["dir_group_readable"])
+        for client in clients.get(service["path"], []):
+            _check_client_name(client["name"])
+        if state.dirs.get(service["path"]) is None:
+            steps.make_dirs.append(service["path"])
+    for service in desired:
+        if service["path"] in clients:
+            steps.client_plans[service["path"]] = _client_files_plan(state.clients.get(service["path"]),
+                                                                     clients[service["path"]])
+    removed = [s for s in state.block if s["path"] not in after_paths]
+    _plan_drop_in(state, steps, _managed_after(state, desired, steps.after, removed, exclusive))
+    if purge:
+        steps.purge_dirs = [p for p in absent if state.is_dir.get(p) and p not in after_paths]
+    steps.key_writes = _key_writes(state, keys or {})
+    clients_change = any(write or delete for write, delete, _generated in steps.client_plans.values())
+    steps.set_conf = _views(steps.before) != _views(steps.after) or clients_change or bool(steps.key_writes)
+    steps.changed = steps.set_conf or steps.drop_in_change or steps.include_change or bool(steps.purge_dirs)
+    steps.diff = {"before": {"services": [_diff_view(s, state) for s in steps.before]},
+                  "after": {"services": [_diff_view(s, state, steps.client_plans) for s in steps.after]}}
+    return steps
+
+
+def _after_block(before, desired, absent, exclusive):
+    """Tor's block to be: `desired` replacing the services of the same path where they are and
+    added at the end, `absent` left out (exclusive: `desired` alone)."""
+    if exclusive:
+        return [dict(s) for s in desired]
+    wanted = dict((s["path"], s) for s in desired)
+    after = [wanted.pop(s["path"], s) for s in before if s["path"] not in absent]
+    return after + [s for s in desired if s["path"] in wanted]
+
+
+def _managed_after(state, desired, after, removed, exclusive):
+    """The services the drop-in is to hold: those it holds and those asked for, less the ones
+    removed (exclusive: those asked for), in the order of `after`."""
+    if exclusive:
+        managed = set(s["path"] for s in desired)
+    else:
+        managed = (set(state.drop_in_paths()) | set(s["path"] for s in desired)) - set(s["path"] for s in removed)
+    return [s for s in after if s["path"] in managed]
+
+
+def _plan_drop_in(state, steps, managed):
+    if not state.persist:
+        return
+    steps.drop_in_text = hs.render_drop_in(managed)
+    steps.drop_in_change = state.drop_in_text != steps.drop_in_text
+    if not state.config_file or state.included:
+        return
+    if state.include:
+        if state.torrc_refusal:
+            raise ServiceError(state.torrc_refusal)
+        steps.include_change = True
+    else:
+        steps.warnings.append("%s does not %%include %s: the services will not survive a tor restart"
+                              % (state.config_file, state.drop_in))
+
+
+def _check_not_in_torrc(state, services):
+    for service in services:
+        if service["path"] in state.torrc_dirs:
+            raise ServiceError("the service %s is defined in %s; manage it there, or remove it from that file "
+                               "first (writing it to %s too would make tor refuse to start)"
+                               % (service["path"], state.torrc_dirs[service["path"]], state.drop_in))
+
+
+def _check_dir(path, st, state, group_readable):
+    """Refuse a service directory (st: its os.lstat(), None when there is none) that tor would
+    refuse or that is not a plain directory."""
+    if st is None:
+        return
     if stat.S_ISLNK(st.st_mode):
         raise ServiceError("%s is a symbolic link; give the real directory as path" % path)
     if not stat.S_ISDIR(st.st_mode):
         raise ServiceError("%s exists and is not a directory" % path)
     problems = []
-    if facts.uid is not None and st.st_uid != facts.uid:
-        problems.append("owned by uid %d, not by tor's user %s (uid %d)" % (st.st_uid, facts.user or "?", facts.uid))
+    if state.uid is not None and st.st_uid != state.uid:
+        problems.append("owned by uid %d, not by tor's user %s (uid %d)" % (st.st_uid, state.user or "?", state.uid))
     allowed = 0o750 if group_readable else 0o700
     if stat.S_IMODE(st.st_mode) & ~allowed & 0o777:
         problems.append("mode %04o, more open than %04o" % (stat.S_IMODE(st.st_mode), allowed))
@@ -159,17 +367,70 @@ def _check_dir(path, facts, group_readable):
         raise ServiceError("service directory %s is unsafe: %s; tor refuses such a directory. Fix it (or "
                            "remove it) yourself: the module does not change an existing key directory"
                            % (path, "; ".join(problems)))
-    return True
 
 
-def _chown_to_tor(path, facts):
-    """Give a file or directory we made to tor's user (when we are root and tor is not)."""
-    if facts.uid is not None and os.geteuid() == 0 and facts.uid != 0:
-        os.chown(path, facts.uid, facts.gid if facts.gid is not None else -1)
+def _check_client_name(name):
+    if not name or not all(c.isalnum() or c in "-_." for c in name) or name.startswith(".") or len(name) > 64:
+        raise ServiceError("authorized client name %r must be 1-64 letters, digits, '-', '_' or '.'" % (name,))
+
+
+def _client_files_plan(current, wanted):
+    """current: the clients on disk (read_authorized_clients); wanted: the client dicts asked for.
+    (files to write {name: public key}, names to delete, generated [{name, public_key, private_key}])."""
+    current_map = dict((c["name"], c["public_key"]) for c in current or [])
+    write, generated = {}, []
+    names = set()
+    for client in wanted:
+        name = client["name"]
+        names.add(name)
+        if client.get("public_key"):
+            key = onion.check_client_public_key(client["public_key"])
+            if current_map.get(name) != key:
+                write[name] = key
+        elif name in current_map and current_map[name]:
+            continue
+        else:
+            private, public = onion.generate_client_keypair()
+            write[name] = public
+            generated.append({"name": name, "public_key": public, "private_key": private})
+    delete = sorted(n for n in current_map if n not in names)
+    return write, delete, generated
+
+
+def _key_writes(state, keys):
+    """{path: key} of the keys to install: where a directory holds none. A different key is refused."""
+    writes = {}
+    for path, expanded in keys.items():
+        existing = state.keys.get(path)
+        if existing is None:
+            writes[path] = expanded
+        elif existing != expanded:
+            raise ServiceError("%s already holds a different key (%s); refusing to overwrite a key: remove "
+                               "the directory yourself if you mean to replace it"
+                               % (path, state.key_addresses.get(path)))
+    return writes
 
 
 def _views(services):
     return [hs.config_view(s) for s in services]
+
+
+def _diff_view(service, state, client_plans=None):
+    view = hs.config_view(service)
+    names = sorted(c["name"] for c in (state.clients.get(service["path"]) or []))
+    client_plan = (client_plans or {}).get(service["path"])
+    if client_plan is not None:
+        write, delete, _generated = client_plan
+        names = sorted((set(names) | set(write)) - set(delete))
+    view["authorized_clients"] = names
+    return view
+
+
+# -- persistent services: carrying a plan out ------------------------------------------------------
+def _chown_to_tor(path, facts):
+    """Give a file or directory we made to tor's user (when we are root and tor is not)."""
+    if facts.uid is not None and os.geteuid() == 0 and facts.uid != 0:
+        os.chown(path, facts.uid, facts.gid if facts.gid is not None else -1)
 
 
 def _held(services):
@@ -205,34 +466,6 @@ def _make_dir(path, facts):
     _chown_to_tor(path, facts)
 
 
-def _client_files_plan(service, wanted):
-    """(files to write {name: content}, names to delete, generated [{name, private, public}])."""
-    current = read_authorized_clients(service["path"]) or []
-    current_map = dict((c["name"], c["public_key"]) for c in current)
-    write, generated = {}, []
-    names = set()
-    for client in wanted:
-        name = client["name"]
-        names.add(name)
-        if client.get("public_key"):
-            key = onion.check_client_public_key(client["public_key"])
-            if current_map.get(name) != key:
-                write[name] = key
-        elif name in current_map and current_map[name]:
-            continue
-        else:
-            private, public = onion.generate_client_keypair()
-            write[name] = public
-            generated.append({"name": name, "public_key": public, "private_key": private})
-    delete = sorted(n for n in current_map if n not in names)
-    return write, delete, generated
-
-
-def _check_client_name(name):
-    if not name or not all(c.isalnum() or c in "-_." for c in name) or name.startswith(".") or len(name) > 64:
-        raise ServiceError("authorized client name %r must be 1-64 letters, digits, '-', '_' or '.'" % (name,))
-
-
 def set_conf_explained(ctl, pairs):
     """SETCONF; when tor refuses it ("See logs for details"), the warnings tor logged while
     refusing (asked for with SETEVENTS WARN around the command) are put on the error as
@@ -251,14 +484,6 @@ def set_conf_explained(ctl, pairs):
         exc.explanation = "%s %s%s" % (exc.code, exc.message, "; tor says: " + " ".join(warnings) if warnings else "")
         raise
     ctl.request("SETEVENTS", [])
-
-
-def _existing_key(path):
-    """The 64-byte expanded key a service directory holds, or None."""
-    key_path = os.path.join(path, "hs_ed25519_secret_key")
-    if not os.path.exists(key_path):
-        return None
-    return onion.read_secret_key_file(key_path)
 
 
 def tor_lock(ctl, facts, timeout):
@@ -291,20 +516,6 @@ class PersistentManager(object):
     def current(self):
         return hs.services_from_conf(self.ctl.get_conf("HiddenServiceOptions"))
 
-    def _check_not_in_torrc(self, services):
-        if not (self.persist and self.facts.config_file):
-            return
-        defined = hs.torrc_service_dirs(self.facts.config_file, self.drop_in)
-        for service in services:
-            if service["path"] in defined:
-                raise ServiceError("the service %s is defined in %s; manage it there, or remove it from that file "
-                                   "first (writing it to %s too would make tor refuse to start)"
-                                   % (service["path"], defined[service["path"]], self.drop_in))
-
-    def managed_paths(self):
-        """Paths of the services in our drop-in (those this module manages)."""
-        return [s["path"] for s in (hs.read_drop_in(self.drop_in) or [])] if self.persist else []
-
     def apply(self, desired, absent=(), exclusive=False, purge=False, clients=None, keys=None, prune=False):
         """desired: canonical services to be present (replacing those with the same path);
         absent: paths to remove; exclusive: tor's block becomes exactly `desired`;
@@ -317,12 +528,14 @@ class PersistentManager(object):
         are one read-modify-write). A writer outside the collection that changes tor's block
         between our read and our SETCONF, or right after it, is noticed: the run starts again
         from what tor holds then (up to RACE_ATTEMPTS times), and otherwise fails saying so."""
+        request = dict(desired=desired, absent=absent, exclusive=exclusive, purge=purge, clients=clients,
+                       keys=keys, prune=prune)
         if self.check_mode:
-            return self._apply_once(desired, absent, exclusive, purge, clients, keys, prune)
+            return self._apply_once(request)
         with tor_lock(self.ctl, self.facts, self.lock_timeout):
             for attempt in range(RACE_ATTEMPTS):
                 try:
-                    return self._apply_once(desired, absent, exclusive, purge, clients, keys, prune)
+                    return self._apply_once(request)
                 except _Raced as raced:
                     last = raced
         if last.when == "before":
@@ -334,168 +547,111 @@ class PersistentManager(object):
                            "this collection) while this run applied its own, %d times in a row; %s. Stop the "
                            "other writer or let it finish, then run again" % (RACE_ATTEMPTS, outcome))
 
-    def _apply_once(self, desired, absent, exclusive, purge, clients, keys, prune):
-        clients = clients or {}
-        keys = keys or {}
-        if prune:
-            wanted = set(s["path"] for s in desired)
-            absent = list(absent) + [p for p in self.managed_paths() if p not in wanted]
-        before = self.current()
-        by_path = dict((s["path"], s) for s in before)
+    def _apply_once(self, request):
+        state = self.read_state(request["desired"], request["absent"], request["keys"])
+        steps = plan(state, **request)
+        self.warnings.extend(steps.warnings)
+        if self.check_mode or not steps.changed:
+            return steps.result([describe_persistent(s) for s in steps.after])
+        return self.execute(steps)
+
+    def read_state(self, desired, absent=(), keys=None):
+        """The PersistentState plan() needs for a request: tor's block, the drop-in, torrc and
+        the files of the service directories involved. Writes nothing."""
+        facts = self.facts
+        block = self.current()
+        drop_in_text = _read_text(self.drop_in) if self.persist else None
+        torrc_dirs, included, torrc_refusal = {}, True, None
+        if self.persist and facts.config_file:
+            torrc_dirs = hs.torrc_service_dirs(facts.config_file, self.drop_in)
+            included = hs.includes(facts.config_file, self.drop_in)
+            if self.include and not included:
+                torrc_refusal = _torrc_refusal(facts.config_file)
+        state = PersistentState(block, persist=self.persist, drop_in=self.drop_in, include=self.include,
+                                drop_in_text=drop_in_text, config_file=facts.config_file, torrc_dirs=torrc_dirs,
+                                included=included, torrc_refusal=torrc_refusal, uid=facts.uid, user=facts.user)
         paths = [s["path"] for s in desired]
-        if len(set(paths)) != len(paths):
-            raise ServiceError("the same path is given for more than one service")
-        for path in absent:
-            if path in paths:
-                raise ServiceError("%s is both present and absent" % path)
-        after = []
-        if exclusive:
-            after = [dict(s) for s in desired]
-        else:
-            desired_map = dict((s["path"], s) for s in desired)
-            for service in before:
-                if service["path"] in absent:
-                    continue
-                after.append(desired_map.pop(service["path"], service))
-            after.extend(s for s in desired if s["path"] in desired_map)
-        removed = [s for s in before if s["path"] not in [a["path"] for a in after]]
+        state.dirs = dict((path, _lstat(path)) for path in paths)
+        state.clients = dict((path, read_authorized_clients(path)) for path in [s["path"] for s in block] + paths)
+        state.is_dir = dict((path, os.path.isdir(path)) for path in list(absent) + state.drop_in_paths())
+        for path, expanded in (keys or {}).items():
+            state.keys[path] = _existing_key(path)
+            if state.keys[path] not in (None, expanded):
+                state.key_addresses[path] = onion.service_dir_address(path)
+        return state
 
-        managed_before = hs.read_drop_in(self.drop_in) if self.persist else None
-        managed_paths = set(s["path"] for s in (managed_before or []))
-        for s in desired:
-            managed_paths.add(s["path"])
-        for s in removed:
-            managed_paths.discard(s["path"])
-        if exclusive:
-            managed_paths = set(paths)
-        managed_after = [s for s in after if s["path"] in managed_paths]
-        self._check_not_in_torrc(desired)
-
-        for service in desired:
-            _check_dir(service["path"], self.facts, service["dir_group_readable"])
-            for client in clients.get(service["path"], []):
-                _check_client_name(client["name"])
-
-        client_plans = {}
-        for service in desired:
-            if service["path"] in clients:
-                client_plans[service["path"]] = _client_files_plan(service, clients[service["path"]])
-        clients_change = any(p[0] or p[1] for p in client_plans.values())
-        conf_change = _views(before) != _views(after)
-        drop_in_text = hs.render_drop_in(managed_after) if self.persist else None
-        drop_in_change = False
-        if self.persist:
-            try:
-                with open(self.drop_in) as handle:
-                    drop_in_change = handle.read() != drop_in_text
-            except FileNotFoundError:
-                drop_in_change = True
-        include_change = bool(self.persist and self.include and self.facts.config_file
-                              and not hs.includes(self.facts.config_file, self.drop_in))
-        if include_change:
-            self._check_torrc_like(self.facts.config_file)
-        if self.persist and not self.include and self.facts.config_file and \
-                not hs.includes(self.facts.config_file, self.drop_in):
-            self.warnings.append("%s does not %%include %s: the services will not survive a tor restart"
-                                 % (self.facts.config_file, self.drop_in))
-        purge_dirs = []
-        if purge:
-            for path in absent:
-                if os.path.isdir(path) and path not in [a["path"] for a in after]:
-                    purge_dirs.append(path)
-        key_writes = {}
-        for path, expanded in keys.items():
-            existing = _existing_key(path)
-            if existing is None:
-                key_writes[path] = expanded
-            elif existing != expanded:
-                raise ServiceError("%s already holds a different key (%s); refusing to overwrite a key: remove "
-                                   "the directory yourself if you mean to replace it"
-                                   % (path, onion.service_dir_address(path)))
-        changed = conf_change or clients_change or drop_in_change or include_change or bool(purge_dirs) \
-            or bool(key_writes)
-        diff = {"before": {"services": [self._diff_view(s) for s in before]},
-                "after": {"services": [self._diff_view(s, client_plans) for s in after]}}
-        result = {"changed": changed, "diff": diff, "generated_clients": [], "purged": purge_dirs}
-        if self.check_mode or not changed:
-            result["services"] = [describe_persistent(s) for s in after]
-            return result
-
-        # 1. directories and client files
+    def execute(self, steps):
+        """Carry a PersistentPlan out, in the order of this file's docstring: directories, keys
+        and client files; the SETCONF; the drop-in and torrc's %include; the purge. Returns the
+        result dict."""
+        result = steps.result(None)
         made_dirs = []
-        for service in desired:
-            if not os.path.lexists(service["path"]):
-                _make_dir(service["path"], self.facts)
-                made_dirs.append(service["path"])
+        for path in steps.make_dirs:
+            _make_dir(path, self.facts)
+            made_dirs.append(path)
         undo_clients = []
         try:
-            for path, expanded in key_writes.items():
+            for path, expanded in steps.key_writes.items():
                 self._write_key(path, expanded)
-            for path, (write, delete, generated) in client_plans.items():
+            for path, (write, delete, generated) in steps.client_plans.items():
                 if path in made_dirs or write or delete:
                     undo_clients.append(self._write_clients(path, write, delete))
                 result["generated_clients"].extend(dict(g, service=path) for g in generated)
-            # 2. the live config, in one atomic command
-            if conf_change or clients_change or key_writes:
-                now = self.current()
-                if _views(now) != _views(before):
-                    raise _Raced("before", after, now)
-                try:
-                    set_conf_explained(self.ctl, hs.block_to_conf(after))
-                except OperationFailed as exc:
-                    raise ServiceError("tor refused the onion-service configuration (%s); nothing was changed. "
-                                       "Check that tor's user (%s) can write the service directories and that "
-                                       "the options are valid" % (exc.explanation, self.facts.user or "?"))
-                except (ConnectionFailed, ProtocolError) as exc:
-                    raise ServiceError("%s after the new onion-service configuration was sent: tor may have "
-                                       "applied it or not. The drop-in was not changed and no key was deleted; "
-                                       "run again to converge" % exc)
-                now = self.current()
-                if _held(now) != _held(after):
-                    raise _Raced("after", after, now)
+            if steps.set_conf:
+                self._set_block(steps.before, steps.after)
         except BaseException:
             for undo in undo_clients:
                 undo()
             for path in made_dirs:
                 _remove_made_dir(path)
             raise
-        # 3. persistence
-        if self.persist:
-            try:
-                if drop_in_change:
-                    directory = os.path.dirname(self.drop_in)
-                    if not os.path.isdir(directory):
-                        os.makedirs(directory, 0o755)
-                    hs.atomic_write(self.drop_in, drop_in_text, 0o644)
-                if include_change:
-                    self._add_include()
-            except OSError as exc:
-                rollback = "restored the previous configuration"
-                try:
-                    self.ctl.set_conf(hs.block_to_conf(before))
-                except TorError as exc2:
-                    rollback = "could not restore the previous configuration: %s" % exc2
-                raise ServiceError("cannot write %s: %s; %s" % (self.drop_in, exc.strerror or exc, rollback))
-        # 4. purge (only what was asked, only after tor let go of it)
-        for path in purge_dirs:
+        self._persist(steps)
+        for path in steps.purge_dirs:   # only what was asked, only after tor let go of it
             shutil.rmtree(path)
-        result["services"] = [describe_persistent(s) for s in after]
-        if any(s["path"] in made_dirs for s in desired):
-            self._wait_hostnames([s["path"] for s in desired])
-            result["services"] = [describe_persistent(s) for s in after]
+        if made_dirs:
+            self._wait_hostnames(steps.desired_paths)
+        result["services"] = [describe_persistent(s) for s in steps.after]
         _add_auth_private(result)
         return result
 
-    def _diff_view(self, service, client_plans=None):
-        view = hs.config_view(service)
-        plan = (client_plans or {}).get(service["path"])
-        current = read_authorized_clients(service["path"])
-        names = sorted(c["name"] for c in (current or []))
-        if plan is not None:
-            write, delete, _generated = plan
-            names = sorted((set(names) | set(write)) - set(delete))
-        view["authorized_clients"] = names
-        return view
+    def _set_block(self, before, after):
+        """The live config in one atomic SETCONF, tor's block re-read right before (it must still
+        be `before`) and right after (it must hold `after`): else _Raced."""
+        now = self.current()
+        if _views(now) != _views(before):
+            raise _Raced("before", after, now)
+        try:
+            set_conf_explained(self.ctl, hs.block_to_conf(after))
+        except OperationFailed as exc:
+            raise ServiceError("tor refused the onion-service configuration (%s); nothing was changed. "
+                               "Check that tor's user (%s) can write the service directories and that "
+                               "the options are valid" % (exc.explanation, self.facts.user or "?"))
+        except (ConnectionFailed, ProtocolError) as exc:
+            raise ServiceError("%s after the new onion-service configuration was sent: tor may have "
+                               "applied it or not. The drop-in was not changed and no key was deleted; "
+                               "run again to converge" % exc)
+        now = self.current()
+        if _held(now) != _held(after):
+            raise _Raced("after", after, now)
+
+    def _persist(self, steps):
+        """The drop-in and torrc's %include line; when either cannot be written, tor gets its
+        previous block back."""
+        try:
+            if steps.drop_in_change:
+                directory = os.path.dirname(self.drop_in)
+                if not os.path.isdir(directory):
+                    os.makedirs(directory, 0o755)
+                hs.atomic_write(self.drop_in, steps.drop_in_text, 0o644)
+            if steps.include_change:
+                self._add_include()
+        except OSError as exc:
+            rollback = "restored the previous configuration"
+            try:
+                self.ctl.set_conf(hs.block_to_conf(steps.before))
+            except TorError as exc2:
+                rollback = "could not restore the previous configuration: %s" % exc2
+            raise ServiceError("cannot write %s: %s; %s" % (self.drop_in, exc.strerror or exc, rollback))
 
     def _write_clients(self, path, write, delete):
         directory = os.path.join(path, AUTH_DIR)
@@ -561,26 +717,6 @@ class PersistentManager(object):
         if os.path.exists(host):
             os.unlink(host)  # tor writes it anew from the key
 
-    @staticmethod
-    def _check_torrc_like(path):
-        """The file tor names as its config-file (GETINFO config-file) gets a line appended: make
-        sure it is a regular file made of torrc lines, so that a peer that is not tor cannot make
-        us append to /etc/shadow or the like. The message never quotes the file."""
-        try:
-            st = os.stat(path)
-            with open(path, "rb") as handle:
-                text = handle.read(4 * 1024 * 1024).decode("utf-8")
-        except FileNotFoundError:
-            raise ServiceError("tor's config-file %s does not exist; cannot add the %%include line "
-                               "(set include_config_file=false)" % path)
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = getattr(exc, "strerror", None) or type(exc).__name__
-            raise ServiceError("cannot read tor's config-file %s: %s" % (path, reason))
-        if not stat.S_ISREG(st.st_mode) or not all(
-                _TORRC_KEYWORD_RE.match(key) for key, _value in hs.parse_torrc_lines(text)):
-            raise ServiceError("tor's config-file %s does not look like a torrc (a file of tor options); not "
-                               "adding an %%include line to it" % path)
-
     def _add_include(self):
         with open(self.facts.config_file) as handle:
             text = handle.read()
@@ -601,6 +737,12 @@ def _ephemeral_view(ports, max_streams, client_auth):
     return {"ports": ports, "max_streams": max_streams, "client_auth_v3": sorted(client_auth)}
 
 
+def _describe_ephemeral(sid, view):
+    return {"type": "ephemeral", "service_id": sid, "onion_address": sid + ".onion", "detached": True,
+            "ports": view["ports"] if view else None, "max_streams": view["max_streams"] if view else None,
+            "client_auth_v3": view["client_auth_v3"] if view else None}
+
+
 def apply_ephemeral(ctl, state, check_mode=False, lock_timeout=DEFAULT_TIMEOUT, **options):
     """Create (ADD_ONION, always detached) or remove (DEL_ONION) an ephemeral service.
     options: ports, private_key, service_id, max_streams, client_auth_v3, discard_pk.
@@ -615,14 +757,50 @@ def apply_ephemeral(ctl, state, check_mode=False, lock_timeout=DEFAULT_TIMEOUT, 
         return _apply_ephemeral(ctl, facts, state, **options)
 
 
-def _apply_ephemeral(ctl, facts, state, ports=None, private_key=None, service_id=None, max_streams=None,
-                     client_auth_v3=(), discard_pk=False, check_mode=False):
+def _apply_ephemeral(ctl, facts, state, check_mode=False, **options):
     record = hs.read_ephemeral_record(facts.data_dir) if facts.data_dir else {}
     onions = ctl.list_onions()
     running = set(onions["detached"]) | set(onions["current"])
-    for sid in list(record):
-        if sid not in running:
-            del record[sid]
+    record = dict((sid, view) for sid, view in record.items() if sid in running)
+    steps = plan_ephemeral(record, running, state, **options)
+    if check_mode or steps.action is None:
+        return steps.result
+    if steps.action == "remove":
+        ctl.del_onion(steps.service_id)
+        record.pop(steps.service_id, None)
+        _save_record(facts, record)
+        return steps.result
+    sid, returned_key = _check_added(ctl, steps, _add_onion(ctl, steps))
+    record[sid] = steps.view
+    _save_record(facts, record)
+    return {"changed": True, "service": _describe_ephemeral(sid, steps.view), "private_key": returned_key,
+            "diff": {"before": steps.result["diff"]["before"], "after": _describe_ephemeral(sid, steps.view)}}
+
+
+class EphemeralPlan(object):
+    """What plan_ephemeral() decided. action: None (nothing to do), 'remove' (DEL_ONION
+    service_id) or 'add' (ADD_ONION of view with key and flags, after DEL_ONION of the running
+    service_id when replace; old_view is its configuration, put back when tor refuses the new one).
+    result: the module's result as far as it is known before tor answers (all of it for None and
+    'remove', the check-mode result for 'add')."""
+
+    def __init__(self, action, service_id, result, view=None, old_view=None, replace=False, flags=(),
+                 key=("NEW", "ED25519-V3"), own_key=False):
+        self.action = action
+        self.service_id = service_id
+        self.result = result
+        self.view = view
+        self.old_view = old_view
+        self.replace = replace
+        self.flags = list(flags)
+        self.key_type, self.key_blob = key
+        self.own_key = own_key
+
+
+def plan_ephemeral(record, running, state, ports=None, private_key=None, service_id=None, max_streams=None,
+                   client_auth_v3=(), discard_pk=False):
+    """An EphemeralPlan from the record of configurations ({service id: view} of the running
+    services) and the ids tor runs, or a ServiceError (an OnionKeyError for a bad key)."""
     if private_key is not None:
         sid_of_key = onion.service_id_of_key(private_key)
         if service_id and service_id != sid_of_key:
@@ -630,25 +808,14 @@ def _apply_ephemeral(ctl, facts, state, ports=None, private_key=None, service_id
         service_id = sid_of_key
     if service_id is not None and not onion.is_service_id(service_id):
         raise ServiceError("service_id must be a v3 service id (56 base32 characters, no .onion)")
-
-    def describe(sid, view):
-        return {"type": "ephemeral", "service_id": sid, "onion_address": sid + ".onion", "detached": True,
-                "ports": view["ports"] if view else None, "max_streams": view["max_streams"] if view else None,
-                "client_auth_v3": view["client_auth_v3"] if view else None}
-
     if state == "absent":
         if service_id is None:
             raise ServiceError("removing an ephemeral service needs service_id or private_key")
         present = service_id in running
-        old = record.get(service_id)
-        result = {"changed": present, "service": None, "private_key": None,
-                  "diff": {"before": describe(service_id, old) if present else {}, "after": {}}}
-        if present and not check_mode:
-            ctl.del_onion(service_id)
-            record.pop(service_id, None)
-            _save_record(facts, record)
-        return result
-
+        before = _describe_ephemeral(service_id, record.get(service_id)) if present else {}
+        return EphemeralPlan("remove" if present else None, service_id,
+                             {"changed": present, "service": None, "private_key": None,
+                              "diff": {"before": before, "after": {}}})
     view = _ephemeral_view([hs.normalize_port(p) for p in ports or []], max_streams,
                            [onion.check_client_public_key(k) for k in client_auth_v3 or []])
     if not view["ports"]:
@@ -656,58 +823,64 @@ def _apply_ephemeral(ctl, facts, state, ports=None, private_key=None, service_id
     if service_id is not None and private_key is None:
         raise ServiceError("service_id alone cannot create an ephemeral service; give private_key (or neither "
                            "to let tor generate a key)")
-    if service_id is not None and service_id in running and record.get(service_id) == view:
-        return {"changed": False, "service": describe(service_id, view), "private_key": None,
-                "diff": {"before": describe(service_id, view), "after": describe(service_id, view)}}
-    before = describe(service_id, record.get(service_id)) if service_id in running else {}
-    if check_mode:
-        return {"changed": True, "service": describe(service_id, view) if service_id else None,
-                "private_key": None, "diff": {"before": before, "after": describe(service_id or "(new)", view)}}
-    flags = ["Detach"]
-    if discard_pk or private_key is not None:
-        flags.append("DiscardPK")
-    if private_key is not None:
-        key_type, key_blob = onion.key_blob(onion.parse_key_blob(private_key)).split(":", 1)
-    else:
-        key_type, key_blob = "NEW", "ED25519-V3"
+    replace = service_id is not None and service_id in running
+    if replace and record.get(service_id) == view:
+        same = _describe_ephemeral(service_id, view)
+        return EphemeralPlan(None, service_id, {"changed": False, "service": same, "private_key": None,
+                                                "diff": {"before": same, "after": same}})
+    result = {"changed": True, "service": _describe_ephemeral(service_id, view) if service_id else None,
+              "private_key": None,
+              "diff": {"before": _describe_ephemeral(service_id, record.get(service_id)) if replace else {},
+                       "after": _describe_ephemeral(service_id or "(new)", view)}}
+    own_key = private_key is not None
+    return EphemeralPlan("add", service_id, result, view=view, old_view=record.get(service_id) if replace else None,
+                         replace=replace, flags=["Detach"] + (["DiscardPK"] if discard_pk or own_key else []),
+                         key=(onion.key_blob(onion.parse_key_blob(private_key)).split(":", 1) if own_key
+                              else ("NEW", "ED25519-V3")), own_key=own_key)
 
-    def add(spec):
-        return ctl.add_onion([(p["port"], hs.port_to_add_onion(p).split(",", 1)[1]) for p in spec["ports"]],
-                             key_type=key_type, key_blob=key_blob, flags=flags, max_streams=spec["max_streams"],
-                             client_auth_v3=spec["client_auth_v3"])
 
-    old_view = record.get(service_id) if service_id is not None and service_id in running else None
-    if service_id is not None and service_id in running:
-        ctl.del_onion(service_id)  # same key, new configuration: tor has no way to change it in place
+def _add_onion(ctl, steps):
+    """ADD_ONION of the plan's service, after DEL_ONION of the one it replaces (same key, new
+    configuration: tor has no way to change it in place); a refused change must not cost the
+    running service: its old configuration is added back. Returns tor's reply."""
+    def add(view):
+        return ctl.add_onion([(p["port"], hs.port_to_add_onion(p).split(",", 1)[1]) for p in view["ports"]],
+                             key_type=steps.key_type, key_blob=steps.key_blob, flags=steps.flags,
+                             max_streams=view["max_streams"], client_auth_v3=view["client_auth_v3"])
+
+    if steps.replace:
+        ctl.del_onion(steps.service_id)
     try:
-        reply = add(view)
+        return add(steps.view)
     except OperationFailed:
-        if old_view:
+        if steps.old_view:
             try:
-                add(old_view)  # a refused change must not cost the running service
+                add(steps.old_view)
             except TorError:
                 pass
         raise
+
+
+def _check_added(ctl, steps, reply):
+    """(service id, key tor generated or None) of an ADD_ONION reply; a service whose id or key
+    does not belong together with what we gave is removed again and refused."""
     sid = reply["service_id"]
     if not onion.is_service_id(sid):
         raise ProtocolError("tor returned a ServiceID that is not a valid v3 address")
-    returned_key = None
-    if private_key is not None:
-        if sid != service_id:
+    if steps.own_key:
+        if sid != steps.service_id:
             ctl.del_onion(sid)
             raise ProtocolError("tor returned a ServiceID that does not belong to the key we gave it")
-    elif reply.get("private_key") is not None:
-        try:
-            if onion.service_id_of_key(reply["private_key"]) != sid:
-                raise onion.OnionKeyError("mismatch")
-        except onion.OnionKeyError:
-            ctl.del_onion(sid)
-            raise ProtocolError("tor returned a PrivateKey that does not belong to its ServiceID; removed it")
-        returned_key = reply["private_key"]
-    record[sid] = view
-    _save_record(facts, record)
-    return {"changed": True, "service": describe(sid, view), "private_key": returned_key,
-            "diff": {"before": before, "after": describe(sid, view)}}
+        return sid, None
+    if reply.get("private_key") is None:
+        return sid, None
+    try:
+        if onion.service_id_of_key(reply["private_key"]) != sid:
+            raise onion.OnionKeyError("mismatch")
+    except onion.OnionKeyError:
+        ctl.del_onion(sid)
+        raise ProtocolError("tor returned a PrivateKey that does not belong to its ServiceID; removed it")
+    return sid, reply["private_key"]
 
 
 def _save_record(facts, record):
