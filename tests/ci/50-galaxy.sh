@@ -15,7 +15,7 @@ cd "$ONIONLAB_ROOT"
 
 # Paths (from the artifact's root) that must not ship: dev tools, build output, the pytest suite,
 # its harness and test data, caches. Extended regular expressions, anchored at the start.
-FORBIDDEN='^(\.venv|\.build|\.ci|\.git|\.pytest_cache|\.ansible|bench|demo|docs/build|extensions/molecule)(/|$)'
+FORBIDDEN='^(\.venv|\.build|\.hypothesis|\.ci|\.git|\.pytest_cache|\.ansible|bench|demo|docs/build|extensions/molecule)(/|$)'
 FORBIDDEN+='|^tests/(harness|unit|integration|ci|utils|installed|output|testbed|fuzz|data)(/|$)'
 FORBIDDEN+='|^(docs/build-site\.sh|docs/site_conf\.py|docs/offline_inventory\.py|run|pytest\.ini|requirements-dev\.txt|tests/conftest\.py|\.gitignore|\.ansible-lint|\.ansible-lint-ignore|changelogs/\.plugin-cache\.yaml)$'
 FORBIDDEN+='|(^|/)__pycache__(/|$)|\.pyc$|\.tar\.gz$'
