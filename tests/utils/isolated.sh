@@ -26,6 +26,11 @@ not_isolated() {
 if [ "${1:-}" != --inside ]; then
     if [ -n "${ONIONLAB_ISOLATED:-}" ]; then exec "$@"; fi
     [ "$parent" != / ] || not_isolated "the clone's parent directory is /" "$@"
+    case "$parent" in
+        /usr | /usr/* | /var | /var/lib | /var/cache | /var/log | /etc | /etc/* | /run | /run/* | /dev | /dev/* | \
+            /proc | /proc/* | /sys | /sys/* | /boot | /lib | /lib64 | /bin | /sbin)
+            not_isolated "the clone's parent directory $parent is a system directory that the steps need" "$@" ;;
+    esac
     command -v unshare > /dev/null || not_isolated "no unshare command" "$@"
     mkdir -p "$root/.build"
     probe=$(mktemp -d "$root/.build/isolated-probe.XXXXXX")
