@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import binascii
 import hashlib
+import operator
 import re
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import _dirdoc
@@ -50,7 +51,12 @@ class ConsensusError(DocumentError):
 
 
 class _FieldError(Exception):
-    """Internal: a value is malformed; converted to ConsensusError with the line number."""
+    """Internal: a value is malformed; converted to ConsensusError with the line number (``line``
+    when the raiser knows it)."""
+
+    def __init__(self, message, line=None):
+        super(_FieldError, self).__init__(message)
+        self.line = line
 
 
 # --------------------------------------------------------------------------- patterns
@@ -72,29 +78,29 @@ _IPV6 = "(?:" + "|".join([
     ":(?::%s){1,7}" % _H16,
     "::",
 ]) + ")"
-_DATE = "(" + _dirdoc.DATE + ")"
-_TIME = "(" + _dirdoc.TIME + ")"
-_NICK = "([A-Za-z0-9]{1,19})"
+_DATE, _TIME = _dirdoc.DATE, _dirdoc.TIME
+_NICK = "[A-Za-z0-9]{1,19}"
 
-_R_TAIL = " %s %s (%s) (%s) (%s)\n" % (_DATE, _TIME, _IPV4, _PORT, _PORT0)
+_R_TAIL = (" (?P<date>%s) (?P<time>%s) (?P<address>%s) (?P<or_port>%s) (?P<dir_port>%s)\n"
+           % (_DATE, _TIME, _IPV4, _PORT, _PORT0))
 _ALINE = "a (?:\\[%s\\]|%s):%s\n" % (_IPV6, _IPV4, _PORT)
 _ROUTER_TAIL = (
-    "s((?:[ ][^\n]*)?)\n"
-    "(?:v( [^\n]*)\n)?"
-    "(?:pr( [^\n]*)\n)?"
-    "(?:w Bandwidth=([0-9]+)( Unmeasured=1)?\n)?"
+    "s(?P<s>(?:[ ][^\n]*)?)\n"
+    "(?:v(?P<v> [^\n]*)\n)?"
+    "(?:pr(?P<pr> [^\n]*)\n)?"
+    "(?:w Bandwidth=(?P<bw>[0-9]+)(?P<unmeasured> Unmeasured=1)?\n)?"
 )
 _NEXT = "(?=r[ \t\n]|\\Z)"
-# v / pr / p values are captured with their leading space, so that a present but empty line
-# (tor writes "pr " for a relay that lists no protocols) differs from an absent one ('' / None)
-# groups: nick ident digest date time address orport dirport alines s v pr bw unmeasured p
-_NS_ENTRY = ("r " + _NICK + " (" + _B64 + "{27}) (" + _B64 + "{27})" + _R_TAIL
-             + "((?:" + _ALINE + ")*)" + _ROUTER_TAIL + "(?:p( [^\n]*)\n)?" + _NEXT)
-# groups: nick ident date time address orport dirport alines mdigest s v pr bw unmeasured
-_MD_ENTRY = ("r " + _NICK + " (" + _B64 + "{27})" + _R_TAIL
-             + "((?:" + _ALINE + ")*)m (" + _B64 + "{43})\n" + _ROUTER_TAIL + _NEXT)
+# One router entry in tor's canonical line order; every group is named after the entry value it
+# holds (see _ROUTER_TABLE).  v / pr / p values are captured with their leading space, so that a
+# present but empty line (tor writes "pr " for a relay that lists no protocols) differs from an
+# absent one ('' / None).
+_NS_ENTRY = ("r (?P<nick>" + _NICK + ") (?P<ident>" + _B64 + "{27}) (?P<digest>" + _B64 + "{27})" + _R_TAIL
+             + "(?P<alines>(?:" + _ALINE + ")*)" + _ROUTER_TAIL + "(?:p(?P<p> [^\n]*)\n)?" + _NEXT)
+_MD_ENTRY = ("r (?P<nick>" + _NICK + ") (?P<ident>" + _B64 + "{27})" + _R_TAIL
+             + "(?P<alines>(?:" + _ALINE + ")*)m (?P<digest>" + _B64 + "{43})\n" + _ROUTER_TAIL + _NEXT)
 # any other entry: its r line and every following line up to the next r line
-_OTHER_ENTRY = "(r[ \t\n][^\n]*\n(?:(?!r[ \t\n])[^\n]*\n)*)"
+_OTHER_ENTRY = "(?P<other>r[ \t\n][^\n]*\n(?:(?!r[ \t\n])[^\n]*\n)*)"
 _NS_FAST = re.compile("^" + _NS_ENTRY, re.M)
 _MD_FAST = re.compile("^" + _MD_ENTRY, re.M)
 _NS_BULK = re.compile("^(?:" + _NS_ENTRY + "|" + _OTHER_ENTRY + ")", re.M)
@@ -114,19 +120,6 @@ _AUTHORITY_KEYWORDS = ("dir-source", "contact", "vote-digest", "legacy-dir-key")
 _ROUTER_KEYWORDS = ("r", "a", "s", "v", "pr", "w", "p", "m", "id")
 _FOOTER_KEYWORDS = ("directory-footer", "bandwidth-weights", "directory-signature")
 
-ROUTER_FIELDS_NS = (
-    "nickname", "fingerprint", "digest", "published", "address", "or_port", "dir_port",
-    "or_addresses", "flags", "version", "version_line", "protocols", "bandwidth", "measured",
-    "unmeasured", "exit_policy",
-)
-ROUTER_FIELDS_MICRODESC = (
-    "nickname", "fingerprint", "microdescriptor_digest", "published", "address", "or_port",
-    "dir_port", "or_addresses", "flags", "version", "version_line", "protocols", "bandwidth",
-    "measured", "unmeasured",
-)
-ROUTER_FIELDS_VOTE_EXTRA = ("identifier_type", "identifier", "microdescriptor_hashes")
-ROUTER_FIELDS = tuple(sorted(set(ROUTER_FIELDS_NS + ROUTER_FIELDS_MICRODESC + ROUTER_FIELDS_VOTE_EXTRA)))
-
 
 # --------------------------------------------------------------------------- small helpers
 
@@ -144,10 +137,6 @@ def _check_date(date):
         _dirdoc.parse_timestamp(date + " 00:00:00")
     except ValueError:
         raise _FieldError("%r is not a valid date" % date)
-
-
-def _b64_hex(value):
-    return binascii.a2b_base64(value + "=").hex().upper()
 
 
 def _is_ipv6(addr):
@@ -275,13 +264,14 @@ def _or_address(value):
 
 
 def _or_addresses_fast(alines):
+    """Checked 'a' lines ("a address:port\n" each) -> [{'address', 'port', 'ipv6'}], as _or_address()."""
     result = []
     for line in alines[:-1].split("\n"):
         address, _colon, port = line[2:].rpartition(":")
         if address[0] == "[":
             result.append({"address": address[1:-1], "port": int(port), "ipv6": True})
-        else:
-            result.append({"address": address, "port": int(port), "ipv6": False})
+        else:  # an IPv4 address, or (general path only) an IPv6 address without brackets
+            result.append({"address": address, "port": int(port), "ipv6": ":" in address})
     return result
 
 
@@ -842,6 +832,94 @@ def _signature(args, obj, lineno):
 
 # --------------------------------------------------------------------------- routers
 
+# The router fields, in the order of a router's keys: the field, the documents it belongs to (the
+# flavours ns and md, or "vote": votes of either flavour) and how its value is made, a Python
+# expression over
+#   * the entry's values, named as the groups of the entry patterns: nick ident digest date time
+#     address or_port dir_port alines s v pr bw unmeasured p (strings as matched; '' or None for an
+#     absent line; bw is the Bandwidth as an int), and measured id_type identifier m_hashes, which only
+#     the general path reads (None elsewhere);
+#   * the lookups of _Routers (ports, flags, versions, version_lines, protocols, policies) and the
+#     helpers in _BUILD_GLOBALS.
+# Every path builds its routers from this table, with functions compiled from it once (_builder):
+# a new field is one line here, plus where its value is read.
+_ROUTER_TABLE = (
+    ("nickname", "ns md", "nick"),
+    ("fingerprint", "ns md", "a2b(ident + '=').hex().upper()"),
+    ("digest", "ns", "a2b(digest + '=').hex().upper()"),
+    ("microdescriptor_digest", "md", "digest"),
+    ("published", "ns md", "date + 'T' + time + 'Z'"),  # _dirdoc.iso(), inline
+    ("address", "ns md", "address"),
+    ("or_port", "ns md", "ports[or_port]"),
+    ("dir_port", "ns md", "ports[dir_port]"),
+    ("or_addresses", "ns md", "or_addresses(alines) if alines else []"),
+    ("flags", "ns md", "flags[s]"),
+    ("version", "ns md", "versions[v]"),
+    ("version_line", "ns md", "version_lines[v]"),
+    ("protocols", "ns md", "protocols[pr]"),
+    ("bandwidth", "ns md", "bw"),
+    ("measured", "ns md", "measured"),
+    ("unmeasured", "ns md", "bool(unmeasured)"),
+    ("exit_policy", "ns", "policies[p]"),
+    ("identifier_type", "vote", "id_type"),
+    ("identifier", "vote", "identifier"),
+    ("microdescriptor_hashes", "vote", "m_hashes"),
+)
+ROUTER_FIELDS_NS = tuple(f for f, docs, _expr in _ROUTER_TABLE if "ns" in docs.split())
+ROUTER_FIELDS_MICRODESC = tuple(f for f, docs, _expr in _ROUTER_TABLE if "md" in docs.split())
+ROUTER_FIELDS_VOTE_EXTRA = tuple(f for f, docs, _expr in _ROUTER_TABLE if docs == "vote")
+ROUTER_FIELDS = tuple(sorted(set(ROUTER_FIELDS_NS + ROUTER_FIELDS_MICRODESC + ROUTER_FIELDS_VOTE_EXTRA)))
+
+# An entry's values, in the order the per-router builders take them.
+_ENTRY_VALUES = ("nick", "ident", "digest", "date", "time", "address", "or_port", "dir_port", "alines", "s",
+                 "v", "pr", "unmeasured", "p", "bw", "measured", "id_type", "identifier", "m_hashes")
+_LOOKUPS = ("ports", "flags", "versions", "version_lines", "protocols", "policies")
+_BUILD_GLOBALS = {"a2b": binascii.a2b_base64, "or_addresses": _or_addresses_fast, "bool": bool}
+_BUILDERS = {}
+
+
+def _builder(fields, given, per_router):
+    """A maker of router dicts with the keys `fields`, compiled from _ROUTER_TABLE once per shape.
+
+    Returns (make, names): make(**lookups) gives the function.  per_router: it takes one entry's
+    values, a tuple in the order of `given` (names), and returns its dict.  Otherwise it takes the
+    columns of the values `names` (the part of `given` that the fields use, in that order) and
+    returns the list of dicts.  Values the fields use that are not given are None.
+    """
+    key = (fields, given, per_router)
+    if key not in _BUILDERS:
+        if len(_BUILDERS) > 64:
+            _BUILDERS.clear()
+        exprs = dict((f, expr) for f, _docs, expr in _ROUTER_TABLE)
+        used = set()
+        for field in fields:
+            used.update(compile(exprs[field], field, "eval").co_names)
+        names = tuple(n for n in given if n in used) or given[:1]  # one column at least: one dict a router
+        display = "{%s}" % ", ".join("%r: %s" % (f, exprs[f]) for f in fields)
+        lines = ["def make(%s):" % ", ".join(_LOOKUPS),
+                 "    def build(%s):" % ("values" if per_router else "columns")]
+        lines += ["        %s = None" % n for n in _ENTRY_VALUES if n in used and n not in given]
+        if per_router:
+            lines += ["        (%s,) = values" % ", ".join(n if n in used else "_" for n in given),
+                      "        return %s" % display]
+        else:
+            lines += ["        return [%s for (%s,) in zip(*columns)]" % (display, ", ".join(names))]
+        lines += ["    return build", ""]
+        namespace = dict(_BUILD_GLOBALS)
+        # the source is made of _ROUTER_TABLE's expressions and names only (fields are checked against it)
+        exec(compile("\n".join(lines), "<router builder>", "exec"), namespace)  # pylint: disable=exec-used
+        _BUILDERS[key] = (namespace["make"], names)
+    return _BUILDERS[key]
+
+
+class _Ports(dict):
+    """Port string -> int (None for DirPort 0), filled as ports are looked up."""
+
+    def __missing__(self, key):
+        value = self[key] = None if key == "0" else int(key)
+        return value
+
+
 class _Routers(object):
     """Router-section state shared by the fast and the general path."""
 
@@ -852,13 +930,16 @@ class _Routers(object):
         self.matched = 0
         self.scache = {}  # s value -> [flags, count, weight, passes flag filter]
         self.vcache = {}  # v value -> [version, version_line, count]
-        self.pcache = {}  # pr value -> protocols dict
-        self.polcache = {}  # p value -> policy string
+        self.pcache = {None: {}, "": {}}  # pr value -> protocols dict
+        self.polcache = {None: None, "": None}  # p value -> policy string
         self.dates = set()
         self.cacc = {}  # s value -> routers
         self.wacc = {}  # s value -> consensus weight
-        self.ports = {}  # port string -> int (None for DirPort 0)
+        self.lookups = {"ports": _Ports(), "flags": {}, "versions": {None: None, "": None},
+                        "version_lines": {None: None, "": None}, "protocols": self.pcache,
+                        "policies": self.polcache}
         self.fields = None
+        self.builders = {}
         self.no_version = 0
         self.weight = 0
         self.want_flags = frozenset(flags) if flags else None
@@ -877,16 +958,36 @@ class _Routers(object):
         self.filtering = (self.want_flags is not None or self.want_fp is not None
                           or self.want_nick is not None or min_bandwidth is not None)
 
+    def router_fields(self):
+        """The keys of the routers returned: the fields asked for, or every field of this document."""
+        if self.fields is not None:
+            return tuple(dict.fromkeys(self.fields))
+        doc = self.doc
+        flavour = "md" if doc.microdesc else "ns"
+        return tuple(f for f, docs, _expr in _ROUTER_TABLE
+                     if flavour in docs.split() or (docs == "vote" and doc.is_vote))
+
+    def builder(self, given, per_router):
+        """The function building this document's routers from entry values (see _builder)."""
+        key = (given, per_router)
+        if key not in self.builders:
+            make, names = _builder(self.router_fields(), given, per_router)
+            self.builders[key] = (make(**self.lookups), names)
+        return self.builders[key]
+
     def flag_entry(self, key):
         flags = _flags(key.lstrip(" \t"))
         passes = self.want_flags is None or self.want_flags.issubset(flags)
         entry = [flags, 0, 0, passes]  # counts live in cacc / wacc
         self.scache[key] = entry
+        self.lookups["flags"][key] = flags
         return entry
 
     def version_entry(self, key):
         entry = [_version(key.lstrip(" \t")), key.lstrip(" \t"), 0]
         self.vcache[key] = entry
+        self.lookups["versions"][key] = entry[0]
+        self.lookups["version_lines"][key] = entry[1]
         return entry
 
     def protocols(self, key):
@@ -910,6 +1011,11 @@ def _line_of(doc, pos):
     return line
 
 
+def _group_names(pattern):
+    """The names of a pattern's groups, in the order of its findall() and groups() tuples."""
+    return tuple(sorted(pattern.groupindex, key=pattern.groupindex.get))
+
+
 def _routers_bulk(doc, st, start):
     """Router section from start; returns the footer offset.
 
@@ -920,6 +1026,7 @@ def _routers_bulk(doc, st, start):
     _routers_iter(), which reports errors with their line numbers.
     """
     bulk = _MD_BULK if doc.microdesc else _NS_BULK
+    names = _group_names(bulk)
     cs = start
     while True:
         nxt = doc.find("\nr ", cs + _CHUNK)
@@ -927,52 +1034,60 @@ def _routers_bulk(doc, st, start):
             ce = _find_footer(doc, cs)
         else:
             ce = nxt + 1
-        if cs < ce and not _bulk_chunk(doc, st, bulk.findall(doc.piece(cs, ce))):
+        if cs < ce and not _bulk_chunk(st, names, bulk.findall(doc.piece(cs, ce))):
             _routers_iter(doc, st, cs, ce)
         if nxt < 0:
             return ce
         cs = ce
 
 
-def _bulk_chunk(doc, st, rows):
+def _bulk_chunk(st, names, rows):
+    """One chunk's findall() rows: checked, counted, selected and built.  False (nothing done) when
+    the chunk is to be redone entry by entry."""
     if not rows:
         return False
-    cols = list(zip(*rows))
-    if any(cols[-1]):
-        return False  # some entry is not in the canonical shape
-    md = doc.microdesc
-    if md:
-        nick, ident, date, tm, addr, orp, dirp, alines, dig, sg, vg, prg, bwg, unm, _o = cols
-        polg = None
-    else:
-        nick, ident, dig, date, tm, addr, orp, dirp, alines, sg, vg, prg, bwg, unm, polg, _o = cols
+    cols = dict(zip(names, zip(*rows)))
+    if any(cols["other"]) or not _bulk_check(st, cols):
+        return False  # some entry is not in the canonical shape, or some value is invalid
+    _bulk_count(st, cols)
+    selected = _bulk_select(st, cols)
+    if selected is None or selected:
+        _bulk_build(st, cols, selected)
+    return True
+
+
+def _bulk_check(st, cols):
+    """Validate the chunk's distinct dates, flags, versions, protocols and policies (cached)."""
     scache, vcache, pcache, polcache, dates = st.scache, st.vcache, st.pcache, st.polcache, st.dates
     try:
-        for value in set(date).difference(dates):
+        for value in set(cols["date"]).difference(dates):
             _check_date(value)
             dates.add(value)
-        for value in set(sg).difference(scache):
+        for value in set(cols["s"]).difference(scache):
             st.flag_entry(value)
-        for value in set(vg).difference(vcache):
+        for value in set(cols["v"]).difference(vcache):
             if value:
                 st.version_entry(value)
-        for value in set(prg).difference(pcache):
-            if value:
-                st.protocols(value)
-        if polg is not None:
-            for value in set(polg).difference(polcache):
-                if value:
-                    st.policy(value)
+        for value in set(cols["pr"]).difference(pcache):
+            st.protocols(value)
+        for value in set(cols.get("p", ())).difference(polcache):
+            st.policy(value)
     except _FieldError:
-        return False  # redone entry by entry to report the line
-    n = len(nick)
-    st.count += n
+        return False
+    return True
+
+
+def _bulk_count(st, cols):
+    """Count the chunk's routers, weights, flags and versions; cols["bw"] becomes ints (None if absent)."""
+    sg, vg, bwg = cols["s"], cols["v"], cols["bw"]
+    st.count += len(sg)
     if "" in bwg:
         bw = [int(b) if b else None for b in bwg]
         pairs = [(s, b) for s, b in zip(sg, bw) if b]
     else:
         bw = list(map(int, bwg))
         pairs = zip(sg, bw)
+    cols["bw"] = bw
     wacc = st.wacc
     wget = wacc.get
     total = 0
@@ -983,14 +1098,21 @@ def _bulk_chunk(doc, st, rows):
     cacc = st.cacc
     for s, c in _counter(sg).items():
         cacc[s] = cacc.get(s, 0) + c
+    vcache = st.vcache
     for v, c in _counter(vg).items():
         if v:
             vcache[v][2] += c
         else:
             st.no_version += c
+
+
+def _bulk_select(st, cols):
+    """Indexes of the chunk's routers to return (None: all of them); counts the matches."""
+    n = len(cols["nick"])
     sel = None
     if st.filtering:
-        want_fp, want_nick, min_bw = st.want_fp, st.want_nick, st.min_bw
+        scache, want_fp, want_nick, min_bw = st.scache, st.want_fp, st.want_nick, st.min_bw
+        sg, ident, nick, bw = cols["s"], cols["ident"], cols["nick"], cols["bw"]
         sel = [i for i in range(n)
                if scache[sg[i]][3]
                and (want_fp is None or ident[i] in want_fp)
@@ -1000,107 +1122,26 @@ def _bulk_chunk(doc, st, rows):
     else:
         st.matched += n
     if not st.collect:
-        return True
+        return []
     if st.limit is not None:
         room = st.limit - len(st.kept)
         if room <= 0:
-            return True
+            return []
         if sel is None:
             if room < n:
                 sel = list(range(room))
         else:
             sel = sel[:room]
-    if sel is not None:
-        if not sel:
-            return True
-        nick, ident, dig, date, tm, addr, orp, dirp, alines, sg, vg, prg, bw, unm = (
-            [col[i] for i in sel] for col in (nick, ident, dig, date, tm, addr, orp, dirp, alines,
-                                              sg, vg, prg, bw, unm))
-        if polg is not None:
-            polg = [polg[i] for i in sel]
-    ports = st.ports
-    for value in set(orp).union(dirp).difference(ports):
-        ports[value] = None if value == "0" else int(value)
-    pget = ports.__getitem__
-    fmap = dict((s, scache[s][0]) for s in set(sg))
-    vmap = {"": None}
-    lmap = {"": None}
-    for v in set(vg):
-        if v:
-            vmap[v] = vcache[v][0]
-            lmap[v] = vcache[v][1]
-    prmap = {"": {}}
-    for v in set(prg):
-        if v:
-            prmap[v] = pcache[v]
-    a2b = binascii.a2b_base64
-    fields = st.fields
-    if fields is None:
-        fps = [a2b(x + "=").hex().upper() for x in ident]
-        pub = [d + "T" + t + "Z" for d, t in zip(date, tm)]
-        ora = [_or_addresses_fast(a) if a else [] for a in alines]
-        if md:
-            st.kept.extend([
-                {"nickname": a, "fingerprint": b, "microdescriptor_digest": c, "published": d,
-                 "address": e, "or_port": f, "dir_port": g, "or_addresses": h, "flags": i,
-                 "version": j, "version_line": k, "protocols": l, "bandwidth": m, "measured": None,
-                 "unmeasured": o != ""}
-                for a, b, c, d, e, f, g, h, i, j, k, l, m, o in zip(
-                    nick, fps, dig, pub, addr, map(pget, orp), map(pget, dirp), ora,
-                    map(fmap.__getitem__, sg), map(vmap.__getitem__, vg), map(lmap.__getitem__, vg),
-                    map(prmap.__getitem__, prg), bw, unm)])
-        else:
-            polmap = {"": None}
-            polmap.update((v, polcache[v]) for v in set(polg) if v)
-            dgs = [a2b(x + "=").hex().upper() for x in dig]
-            st.kept.extend([
-                {"nickname": a, "fingerprint": b, "digest": c, "published": d,
-                 "address": e, "or_port": f, "dir_port": g, "or_addresses": h, "flags": i,
-                 "version": j, "version_line": k, "protocols": l, "bandwidth": m, "measured": None,
-                 "unmeasured": o != "", "exit_policy": p}
-                for a, b, c, d, e, f, g, h, i, j, k, l, m, o, p in zip(
-                    nick, fps, dgs, pub, addr, map(pget, orp), map(pget, dirp), ora,
-                    map(fmap.__getitem__, sg), map(vmap.__getitem__, vg), map(lmap.__getitem__, vg),
-                    map(prmap.__getitem__, prg), bw, unm, map(polmap.__getitem__, polg))])
-        return True
-    columns = []
-    for name in fields:
-        if name == "nickname":
-            columns.append(nick)
-        elif name == "fingerprint":
-            columns.append([a2b(x + "=").hex().upper() for x in ident])
-        elif name == "digest":
-            columns.append([a2b(x + "=").hex().upper() for x in dig])
-        elif name == "microdescriptor_digest":
-            columns.append(dig)
-        elif name == "published":
-            columns.append([d + "T" + t + "Z" for d, t in zip(date, tm)])
-        elif name == "address":
-            columns.append(addr)
-        elif name == "or_port":
-            columns.append(list(map(pget, orp)))
-        elif name == "dir_port":
-            columns.append(list(map(pget, dirp)))
-        elif name == "or_addresses":
-            columns.append([_or_addresses_fast(a) if a else [] for a in alines])
-        elif name == "flags":
-            columns.append(list(map(fmap.__getitem__, sg)))
-        elif name == "version":
-            columns.append(list(map(vmap.__getitem__, vg)))
-        elif name == "version_line":
-            columns.append(list(map(lmap.__getitem__, vg)))
-        elif name == "protocols":
-            columns.append(list(map(prmap.__getitem__, prg)))
-        elif name == "bandwidth":
-            columns.append(bw)
-        elif name == "measured":
-            columns.append([None] * len(nick))
-        elif name == "unmeasured":
-            columns.append([o != "" for o in unm])
-        elif name == "exit_policy":
-            columns.append([polcache[v] if v else None for v in polg])
-    st.kept.extend([dict(zip(fields, values)) for values in zip(*columns)])
-    return True
+    return sel
+
+
+def _bulk_build(st, cols, selected):
+    """The routers of the chunk (those selected), column by column."""
+    build, names = st.builder(tuple(cols), False)
+    columns = [cols[name] for name in names]
+    if selected is not None:
+        columns = [[col[i] for i in selected] for col in columns]
+    st.kept.extend(build(columns))
 
 
 def _counter(values):
@@ -1111,68 +1152,59 @@ def _counter(values):
     return counts
 
 
+def _entry_picker(pattern):
+    """m.groups() + (None,) -> the entry's values in _ENTRY_VALUES order, through 'bw' (None where the
+    pattern has no such group)."""
+    names = _group_names(pattern)
+    last = _ENTRY_VALUES.index("bw") + 1
+    return operator.itemgetter(*[names.index(n) if n in names else len(names) for n in _ENTRY_VALUES[:last]])
+
+
+_PICK = {_NS_FAST: _entry_picker(_NS_FAST), _MD_FAST: _entry_picker(_MD_FAST)}
+_GENERAL_ONLY = (None,) * (len(_ENTRY_VALUES) - _ENTRY_VALUES.index("bw") - 1)
+
+
 def _routers_iter(doc, st, start, end):
     """Entry by entry: canonical entries by regex, any others through _routers_general()."""
     text = doc.text
-    md = doc.microdesc
-    pattern = _MD_FAST if md else _NS_FAST
+    pattern = _MD_FAST if doc.microdesc else _NS_FAST
+    pick = _PICK[pattern]
+    build = st.builder(_ENTRY_VALUES, True)[0]
     scache, vcache, pcache, polcache, dates = st.scache, st.vcache, st.pcache, st.polcache, st.dates
     pos = start
     m = None
-    field = 0
+    field = None
     try:
         for m in pattern.finditer(text, start, end):
             if m.start() != pos:
                 _routers_general(doc, st, pos, m.start())
             pos = m.end()
-            if md:
-                nick, ident, date, tm, addr, orp, dirp, alines, dig, sg, vg, prg, bwg, unm = m.groups()
-                polg = None
-            else:
-                nick, ident, dig, date, tm, addr, orp, dirp, alines, sg, vg, prg, bwg, unm, polg = m.groups()
+            values = pick(m.groups() + (None,))
+            nick, ident, _dig, date, _tm, _addr, _orp, _dirp, _alines, sg, vg, prg, _unm, polg, bwg = values
             if date not in dates:
-                field = 3 if md else 4
+                field = "date"
                 _check_date(date)
                 dates.add(date)
-            field = 10
+            field = "s"
             se = scache.get(sg) or st.flag_entry(sg)
             ve = None
             if vg is not None:
-                field = 11
+                field = "v"
                 ve = vcache.get(vg) or st.version_entry(vg)
-            pr = {}
-            if prg is not None:
-                field = 12
-                pr = pcache.get(prg)
-                if pr is None:
-                    pr = st.protocols(prg)
-            pol = None
-            if polg is not None:
-                field = 15
-                pol = polcache.get(polg) or st.policy(polg)
-            field = 0
+            if prg not in pcache:
+                field = "pr"
+                st.protocols(prg)
+            if polg not in polcache:
+                field = "p"
+                st.policy(polg)
+            field = None
             bw = None if bwg is None else int(bwg)
             _account(st, sg, ve, bw)
-            if not _wanted(st, se, bw, ident, nick):
-                continue
-            router = {"nickname": nick, "fingerprint": _b64_hex(ident)}
-            if md:
-                router["microdescriptor_digest"] = dig
-            else:
-                router["digest"] = _b64_hex(dig)
-            router.update({
-                "published": date + "T" + tm + "Z", "address": addr, "or_port": int(orp),
-                "dir_port": None if dirp == "0" else int(dirp),
-                "or_addresses": _or_addresses_fast(alines) if alines else [],
-                "flags": se[0], "version": ve[0] if ve else None, "version_line": ve[1] if ve else None,
-                "protocols": pr, "bandwidth": bw, "measured": None, "unmeasured": unm is not None,
-            })
-            if not md:
-                router["exit_policy"] = pol
-            _keep(st, router)
+            if _wanted(st, se, bw, ident, nick):
+                st.kept.append(build(values[:-1] + (bw,) + _GENERAL_ONLY))
     except _FieldError as exc:
-        where = m.start(field) if field and m.start(field) >= 0 else m.start()
-        raise ConsensusError("router %s: %s" % (m.group(1), exc), _line_of(doc, where))
+        where = m.start(field) if field is not None and m.start(field) >= 0 else m.start()
+        raise ConsensusError("router %s: %s" % (m.group("nick"), exc), _line_of(doc, where))
     if pos != end:
         _routers_general(doc, st, pos, end)
 
@@ -1198,12 +1230,6 @@ def _wanted(st, se, bw, ident, nick):
     return st.collect and (st.limit is None or len(st.kept) < st.limit)
 
 
-def _keep(st, router):
-    if st.fields is not None:
-        router = dict((k, router[k]) for k in st.fields)
-    st.kept.append(router)
-
-
 def _routers_general(doc, st, start, end):
     """Any router entries: line by line, Stem's rules, same results as the fast path."""
     text = doc.text
@@ -1219,8 +1245,18 @@ def _routers_general(doc, st, start, end):
 
 
 def _router_entry(doc, st, items):
+    """One router entry, any shape: its lines checked and read into the entry's values, then built."""
+    lines = _entry_lines(doc, items)
+    values = _entry_r_line(doc, lines)
+    se, ve = _entry_other_lines(doc, st, lines, values)
+    _account(st, values["s"], ve, values["bw"])
+    if _wanted(st, se, values["bw"], values["ident"], values["nick"]):
+        st.kept.append(st.builder(_ENTRY_VALUES, True)[0](tuple(map(values.get, _ENTRY_VALUES))))
+
+
+def _entry_lines(doc, items):
+    """An entry's items -> {keyword: [(line number, args)]}, its structure checked."""
     md = doc.microdesc
-    vote = doc.is_vote
     first = items[0]
     if first[1] != "r":
         raise ConsensusError("router entries start with an 'r' line, got '%s'" % first[1], first[0])
@@ -1240,6 +1276,12 @@ def _router_entry(doc, st, items):
     for keyword in ("s", "m") if md else ("s",):
         if keyword not in lines:
             raise ConsensusError("router entry lacks its '%s' line" % keyword, first[0])
+    return lines
+
+
+def _entry_r_line(doc, lines):
+    """The 'r' line -> the entry's values nick, ident, digest (ns), date, time, address, or_port, dir_port."""
+    md = doc.microdesc
     r_line, r_args = lines["r"][0]
     parts = r_args.split(" ")
     want = 7 if md else 8
@@ -1254,10 +1296,7 @@ def _router_entry(doc, st, items):
         for value, what in ((ident, "identity"), (dig, "digest")):
             if value is not None and not re.match(_B64 + r"{27}=?\Z", value):
                 raise _FieldError("%s %r is not 27 base64 characters (a 20-byte digest)" % (what, value))
-        ident = ident.rstrip("=")
-        if dig is not None:
-            dig = dig.rstrip("=")
-        published = _timestamp(date + " " + tm)
+        _timestamp(date + " " + tm)
         if not _dirdoc.valid_ipv4(addr):
             raise _FieldError("address %r is not a valid IPv4 address" % addr)
         if not _dirdoc.valid_port(orp):
@@ -1266,78 +1305,75 @@ def _router_entry(doc, st, items):
             raise _FieldError("DirPort %r is invalid" % dirp)
     except _FieldError as exc:
         raise ConsensusError("router %s: %s" % (nick, exc), r_line)
+    return {"nick": nick, "ident": ident.rstrip("="), "digest": None if md else dig.rstrip("="), "date": date,
+            "time": tm, "address": addr, "or_port": orp, "dir_port": dirp}
+
+
+def _entry_other_lines(doc, st, lines, values):
+    """Every other line of the entry, checked, into values (as the entry patterns capture them, and what
+    only this path reads); returns the entry's flag and version cache entries."""
     current = None
     try:
-        or_addresses = []
         for current, args in lines.get("a", ()):
-            or_addresses.append(_or_address(args))
+            _or_address(args)
+        values["alines"] = "".join("a %s\n" % args for _line, args in lines.get("a", ()))
         current, s_args = lines["s"][0]
-        skey = " " + s_args if s_args else ""
+        values["s"] = skey = " " + s_args if s_args else ""
         se = st.scache.get(skey) or st.flag_entry(skey)
-        bw = measured = None
-        unmeasured = False
+        values["bw"] = None
         if "w" in lines:
             current, w_args = lines["w"][0]
-            bw, measured, unmeasured = _bandwidth(w_args)
+            values["bw"], values["measured"], values["unmeasured"] = _bandwidth(w_args)
         ve = None
         if "v" in lines:
             current, v_args = lines["v"][0]
-            ve = st.vcache.get(v_args) or st.version_entry(v_args)
-        pr = {}
+            values["v"] = " " + v_args
+            ve = st.vcache.get(values["v"]) or st.version_entry(values["v"])
         if "pr" in lines:
             current, pr_args = lines["pr"][0]
-            pr = st.pcache.get(pr_args)
-            if pr is None:
-                pr = st.protocols(pr_args)
-        pol = None
-        if not md and "p" in lines:
+            values["pr"] = " " + pr_args
+            if values["pr"] not in st.pcache:
+                st.protocols(values["pr"])
+        if not doc.microdesc and "p" in lines:
             current, p_args = lines["p"][0]
-            pol = st.polcache.get(p_args) or st.policy(p_args)
-        mdigest = None
-        hashes = []
-        if md:
-            current, mdigest = lines["m"][0]
-            if not re.match(_B64 + r"{43}=?\Z", mdigest):
-                raise _FieldError("microdescriptor digest %r is not 43 base64 characters" % mdigest)
-            mdigest = mdigest.rstrip("=")
-        elif "m" in lines:
-            if not vote:
-                current = lines["m"][0][0]
-                raise _FieldError("'m' lines appear only in votes and microdesc consensuses")
-            for current, m_args in lines["m"]:
-                hashes.append(_vote_m_line(m_args))
-        id_type = identifier = None
-        if "id" in lines and not md:
+            values["p"] = " " + p_args
+            if values["p"] not in st.polcache:
+                st.policy(values["p"])
+        _entry_m_lines(doc, lines, values)
+        if "id" in lines and not doc.microdesc:
             current, id_args = lines["id"][0]
-            if not vote:
-                raise _FieldError("'id' lines appear only in votes")
-            id_parts = id_args.split()
-            if len(id_parts) < 2:
-                raise _FieldError("'id' line needs a key type and a digest, got %r" % id_args)
-            id_type, identifier = id_parts[0], id_parts[1]
+            values["id_type"], values["identifier"] = _vote_id_line(doc, id_args)
     except _FieldError as exc:
-        raise ConsensusError("router %s: %s" % (nick, exc), current)
-    _account(st, skey, ve, bw)
-    if not _wanted(st, se, bw, ident, nick):
-        return
-    router = {"nickname": nick, "fingerprint": _b64_hex(ident)}
-    if md:
-        router["microdescriptor_digest"] = mdigest
-    else:
-        router["digest"] = _b64_hex(dig)
-    router.update({
-        "published": published, "address": addr, "or_port": int(orp),
-        "dir_port": None if dirp == "0" else int(dirp), "or_addresses": or_addresses,
-        "flags": se[0], "version": ve[0] if ve else None, "version_line": ve[1] if ve else None,
-        "protocols": pr, "bandwidth": bw, "measured": measured, "unmeasured": unmeasured,
-    })
-    if not md:
-        router["exit_policy"] = pol
-    if vote:
-        router["identifier_type"] = id_type
-        router["identifier"] = identifier
-        router["microdescriptor_hashes"] = hashes
-    _keep(st, router)
+        raise ConsensusError("router %s: %s" % (values["nick"], exc), exc.line or current)
+    return se, ve
+
+
+def _entry_m_lines(doc, lines, values):
+    """'m' lines: a microdesc consensus's digest, a vote's hashes.  A _FieldError names its line."""
+    if doc.is_vote:
+        values["m_hashes"] = []
+    if doc.microdesc:
+        lineno, mdigest = lines["m"][0]
+        if not re.match(_B64 + r"{43}=?\Z", mdigest):
+            raise _FieldError("microdescriptor digest %r is not 43 base64 characters" % mdigest, lineno)
+        values["digest"] = mdigest.rstrip("=")
+    elif "m" in lines:
+        if not doc.is_vote:
+            raise _FieldError("'m' lines appear only in votes and microdesc consensuses", lines["m"][0][0])
+        for lineno, m_args in lines["m"]:
+            try:
+                values["m_hashes"].append(_vote_m_line(m_args))
+            except _FieldError as exc:
+                raise _FieldError(str(exc), lineno)
+
+
+def _vote_id_line(doc, args):
+    if not doc.is_vote:
+        raise _FieldError("'id' lines appear only in votes")
+    id_parts = args.split()
+    if len(id_parts) < 2:
+        raise _FieldError("'id' line needs a key type and a digest, got %r" % args)
+    return id_parts[0], id_parts[1]
 
 
 def _bandwidth(value):
