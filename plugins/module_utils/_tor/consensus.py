@@ -3,7 +3,7 @@
 """Fast, validating parser for Tor v3 network-status documents (dir-spec section 3.4.1).
 
 Supports ``ns`` and ``microdesc`` consensuses (every consensus method real documents use) and
-``ns`` votes.  Pure standard library, Python 3.8+.
+``ns`` votes.  Pure standard library, Python 3.7+.
 
 Validation follows what Stem's ``validate=True`` checks (section structure, keyword counts,
 value formats, base64 identities, ports, timestamps, ...) and fails with one
@@ -27,6 +27,10 @@ entry (validated inside the regular-expression engine), values that repeat acros
 and base64 identities are decoded only for routers that are returned.  Entries in any other
 shape (``opt`` prefixes, unknown lines, a different line order, votes) go through a general
 line-by-line path producing identical results.
+
+Where things are: the document's grammar (keyword lines, objects, addresses, ports, timestamps)
+is _dirdoc.py's; each header line's reader is in _HEADER_FIELDS; each router field, and how it
+is made from an entry's values, is one line of _ROUTER_TABLE, which every path builds from.
 
 Output is JSON-serialisable.  Times are ``YYYY-MM-DDTHH:MM:SSZ`` strings (UTC).  Routers
 that share an identical ``s``/``pr`` line share the same ``flags`` list / ``protocols`` dict
@@ -240,11 +244,10 @@ def _policy(value):
         raise _FieldError("exit policy must start with 'accept' or 'reject', got %r" % value)
     if not rest.startswith(" "):
         raise _FieldError("exit policy needs a space after accept/reject: %r" % value)
+    valid_port = _dirdoc.valid_port
     for item in rest.lstrip().split(","):
         low, dash, high = item.partition("-")
-        if not dash:
-            high = low
-        if not (_dirdoc.valid_port(low) and _dirdoc.valid_port(high)) or int(low) > int(high):
+        if not (valid_port(low) if not dash else valid_port(low) and valid_port(high) and int(low) <= int(high)):
             raise _FieldError("invalid port range %r in exit policy" % item)
     return value
 
@@ -645,6 +648,10 @@ _HEADER_FIELDS = {
 
 # --------------------------------------------------------------------------- authorities
 
+_SHARED_RAND_KEYWORDS = ("shared-rand-participate", "shared-rand-commit", "shared-rand-previous-value",
+                         "shared-rand-current-value")
+
+
 def _parse_authority_items(doc, items, text):
     entries = []
     current = None
@@ -655,9 +662,7 @@ def _parse_authority_items(doc, items, text):
             entries.append(current)
         elif current is None:
             raise ConsensusError("authority entries start with 'dir-source', got '%s'" % keyword, lineno)
-        if keyword in _HEADER_FIELDS and keyword not in ("shared-rand-participate", "shared-rand-commit",
-                                                         "shared-rand-previous-value",
-                                                         "shared-rand-current-value"):
+        if keyword in _HEADER_FIELDS and keyword not in _SHARED_RAND_KEYWORDS:
             raise ConsensusError("'%s' belongs in the header, not among authority entries" % keyword, lineno)
         if keyword in _FOOTER_KEYWORDS:
             raise ConsensusError("'%s' line is out of place among authority entries" % keyword, lineno)
@@ -672,52 +677,8 @@ def _parse_authority_items(doc, items, text):
 
 
 def _authority(doc, entry, text):
-    items = entry["items"]
-    cert = None
-    if entry["cert_start"] is not None:
-        start, cert_line, index = entry["cert_start"]
-        cert_items = items[index:]
-        items = items[:index]
-        last = cert_items[-1]
-        if doc.is_vote is False:
-            raise ConsensusError("consensus authority entries carry no key certificate", cert_line)
-        if last[1] != "dir-key-certification":
-            raise ConsensusError("key certificate must end with 'dir-key-certification'", last[0])
-        end = text.find("\n-----END SIGNATURE-----", last[4])
-        end = len(text) if end < 0 else end + len("\n-----END SIGNATURE-----") + 1
-        try:
-            parsed = _rsa._parse_one_certificate(text[start:end], cert_line)
-        except _rsa.CertificateError as exc:
-            raise ConsensusError("key certificate: %s" % exc.reason, exc.line)
-        cert = dict((k, v) for k, v in parsed.items() if not k.startswith("_") and k != "line")
-        cert.setdefault("address", None)
-        cert.setdefault("dir_port", None)
-    elif doc.is_vote:
-        raise ConsensusError("a vote's authority entry must include its key certificate", entry["line"])
-    seen = {}
-    result = {}
-    for lineno, keyword, args, obj, _start in items:
-        if keyword in ("dir-source", "contact", "vote-digest", "legacy-dir-key"):
-            if keyword in seen:
-                raise ConsensusError("authority entries have at most one '%s' line" % keyword, lineno)
-            seen[keyword] = lineno
-        try:
-            if keyword == "dir-source":
-                result.update(_dir_source(args))
-            elif keyword == "contact":
-                result["contact"] = args
-            elif keyword in ("vote-digest", "legacy-dir-key"):
-                if not _HEX40.match(args):
-                    raise _FieldError("must be 40 hex digits, got %r" % args)
-                result[keyword.replace("-", "_")] = args.upper()
-            elif keyword == "shared-rand-participate" and doc.is_vote:
-                result["shared_rand_participate"] = True
-            elif keyword == "shared-rand-commit" and doc.is_vote:
-                result.setdefault("shared_rand_commits", []).append(_sr_commit(args))
-            elif keyword in ("shared-rand-previous-value", "shared-rand-current-value") and doc.is_vote:
-                result[keyword[:-6].replace("-", "_")] = _sr_value(args)
-        except _FieldError as exc:
-            raise ConsensusError("%s: %s" % (keyword, exc), lineno)
+    items, cert = _authority_certificate(doc, entry, text)
+    result, seen = _authority_lines(doc, items)
     required = ["dir-source"]
     if not result["is_legacy"]:
         required.append("contact")
@@ -738,6 +699,56 @@ def _authority(doc, entry, text):
         result.setdefault("legacy_dir_key", None)
     result["is_known_authority"] = _dirauths.is_known_authority(result["v3ident"])
     return result
+
+
+def _authority_certificate(doc, entry, text):
+    """An authority entry's items -> (its items before the key certificate, the certificate or None)."""
+    items = entry["items"]
+    if entry["cert_start"] is None:
+        if doc.is_vote:
+            raise ConsensusError("a vote's authority entry must include its key certificate", entry["line"])
+        return items, None
+    start, cert_line, index = entry["cert_start"]
+    last = items[-1]
+    if doc.is_vote is False:
+        raise ConsensusError("consensus authority entries carry no key certificate", cert_line)
+    if last[1] != "dir-key-certification":
+        raise ConsensusError("key certificate must end with 'dir-key-certification'", last[0])
+    end = text.find("\n-----END SIGNATURE-----", last[4])
+    end = len(text) if end < 0 else end + len("\n-----END SIGNATURE-----") + 1
+    try:
+        parsed = _rsa._parse_one_certificate(text[start:end], cert_line)
+    except _rsa.CertificateError as exc:
+        raise ConsensusError("key certificate: %s" % exc.reason, exc.line)
+    cert = dict((k, v) for k, v in parsed.items() if not k.startswith("_") and k != "line")
+    cert.setdefault("address", None)
+    cert.setdefault("dir_port", None)
+    return items[:index], cert
+
+
+def _authority_lines(doc, items):
+    """An authority entry's lines (without its certificate) -> (values, {keyword: line number})."""
+    seen = {}
+    result = {}
+    for lineno, keyword, args, _obj, _start in items:
+        if keyword in _AUTHORITY_KEYWORDS:
+            if keyword in seen:
+                raise ConsensusError("authority entries have at most one '%s' line" % keyword, lineno)
+            seen[keyword] = lineno
+        try:
+            if keyword == "dir-source":
+                result.update(_dir_source(args))
+            elif keyword == "contact":
+                result["contact"] = args
+            elif keyword in ("vote-digest", "legacy-dir-key"):
+                if not _HEX40.match(args):
+                    raise _FieldError("must be 40 hex digits, got %r" % args)
+                result[keyword.replace("-", "_")] = args.upper()
+            elif keyword in _SHARED_RAND_KEYWORDS and doc.is_vote:
+                _HEADER_FIELDS[keyword][4](doc, args, result)  # read as in the header
+        except _FieldError as exc:
+            raise ConsensusError("%s: %s" % (keyword, exc), lineno)
+    return result, seen
 
 
 def _dir_source(args):
@@ -1598,29 +1609,9 @@ def verify_signatures(text_or_bytes, certs_text, *, now=None, authorities=None):
 
 
 def _verify(doc, certs, now, authorities):
-    if isinstance(certs, (list, tuple)):
-        parsed = list(certs)
-    else:
-        try:
-            parsed = _rsa.parse_certificates(certs)
-        except _rsa.CertificateError as exc:
-            raise ConsensusError("key certificates: %s" % exc.reason, exc.line)
-    if doc.raw is not None:
-        signed = doc.raw[doc.doc_start:doc.signed_end]
-    else:
-        signed = doc.text[doc.doc_start:doc.signed_end].encode("ascii")
-    digests = {"sha1": hashlib.sha1(signed).digest(), "sha256": hashlib.sha256(signed).digest()}
-    if authorities is None:
-        known = dict(_dirauths.V3IDENTS)
-    elif authorities == "document":
-        known = dict((a["v3ident"], a["nickname"]) for a in doc.authorities if not a["is_legacy"])
-    else:
-        known = {}
-        for entry in authorities:
-            ident = entry.get("v3ident") if isinstance(entry, dict) else entry
-            if not isinstance(ident, str) or not _HEX40.match(ident):
-                raise ValueError("authorities must be 40-hex v3idents, got %r" % (ident,))
-            known[ident.upper()] = entry.get("nickname") if isinstance(entry, dict) else None
+    parsed = _certificates(certs)
+    digests = _signed_digests(doc)
+    known = _known_authorities(doc, authorities)
     doc_names = dict((a["v3ident"], a["nickname"]) for a in doc.authorities)
     cert_reports = {}
     by_identity = {}
@@ -1628,46 +1619,14 @@ def _verify(doc, certs, now, authorities):
         by_identity.setdefault(cert["fingerprint"], []).append(cert)
         cert_reports[id(cert)] = _rsa.check_certificate(cert, now)
     signatures = []
-    verified_known = set()
-    signed_known = set()
     for sig in doc.signatures:
+        entry = _check_signature(sig, digests, by_identity, cert_reports)
         ident = sig["identity"]
-        entry = {
-            "identity": ident,
-            "nickname": known.get(ident) or _dirauths.nickname_for(ident) or doc_names.get(ident),
-            "algorithm": sig["algorithm"],
-            "signing_key_digest": sig["signing_key_digest"],
-            "is_known_authority": ident in known,
-            "signature_valid": False,
-            "certificate": None,
-            "verified": False,
-            "reason": None,
-        }
-        if ident in known:
-            signed_known.add(ident)
-        digest = digests.get(sig["algorithm"])
-        cert = None
-        for candidate in by_identity.get(ident, ()):
-            if candidate.get("signing_key_digest") == sig["signing_key_digest"]:
-                cert = candidate
-        if digest is None:
-            entry["reason"] = "unrecognized signature algorithm %r (ignored, as dir-spec requires)" % sig["algorithm"]
-        elif cert is None:
-            entry["reason"] = ("no key certificate for this authority" if ident not in by_identity
-                               else "no key certificate with signing key %s" % sig["signing_key_digest"])
-        else:
-            report = cert_reports[id(cert)]
-            entry["certificate"] = report
-            entry["signature_valid"] = _rsa.rsa_verify_digest(sig["_signature"], cert["_signing_key"], digest)
-            if not entry["signature_valid"]:
-                entry["reason"] = "signature does not match the document's %s digest" % sig["algorithm"]
-            elif not report["ok"]:
-                entry["reason"] = "certificate: " + "; ".join(report["problems"])
-            else:
-                entry["verified"] = True
-                if ident in known:
-                    verified_known.add(ident)
+        entry["nickname"] = known.get(ident) or _dirauths.nickname_for(ident) or doc_names.get(ident)
+        entry["is_known_authority"] = ident in known
         signatures.append(entry)
+    signed_known = set(s["identity"] for s in signatures if s["is_known_authority"])
+    verified_known = set(s["identity"] for s in signatures if s["is_known_authority"] and s["verified"])
     required = len(known) // 2 + 1
     summary_auth = []
     for ident, name in sorted(known.items(), key=lambda kv: (kv[1] or "", kv[0])):
@@ -1683,3 +1642,75 @@ def _verify(doc, certs, now, authorities):
         "majority": len(verified_known) >= required,
         "certificates": [cert_reports[id(c)] for c in parsed],
     }
+
+
+def _certificates(certs):
+    """verify_signatures()'s certs_text: a list of parsed certificates, or a cached-certs text."""
+    if isinstance(certs, (list, tuple)):
+        return list(certs)
+    try:
+        return _rsa.parse_certificates(certs)
+    except _rsa.CertificateError as exc:
+        raise ConsensusError("key certificates: %s" % exc.reason, exc.line)
+
+
+def _signed_digests(doc):
+    """The digests of the signed part of the document, by signature algorithm."""
+    if doc.raw is not None:
+        signed = doc.raw[doc.doc_start:doc.signed_end]
+    else:
+        signed = doc.text[doc.doc_start:doc.signed_end].encode("ascii")
+    return {"sha1": hashlib.sha1(signed).digest(), "sha256": hashlib.sha256(signed).digest()}
+
+
+def _known_authorities(doc, authorities):
+    """verify_signatures()'s authorities -> {v3ident: nickname or None}."""
+    if authorities is None:
+        return dict(_dirauths.V3IDENTS)
+    if authorities == "document":
+        return dict((a["v3ident"], a["nickname"]) for a in doc.authorities if not a["is_legacy"])
+    known = {}
+    for entry in authorities:
+        ident = entry.get("v3ident") if isinstance(entry, dict) else entry
+        if not isinstance(ident, str) or not _HEX40.match(ident):
+            raise ValueError("authorities must be 40-hex v3idents, got %r" % (ident,))
+        known[ident.upper()] = entry.get("nickname") if isinstance(entry, dict) else None
+    return known
+
+
+def _check_signature(sig, digests, by_identity, cert_reports):
+    """One directory-signature against the certificates of its identity (nickname and is_known_authority
+    are the caller's)."""
+    ident = sig["identity"]
+    entry = {
+        "identity": ident,
+        "nickname": None,
+        "algorithm": sig["algorithm"],
+        "signing_key_digest": sig["signing_key_digest"],
+        "is_known_authority": False,
+        "signature_valid": False,
+        "certificate": None,
+        "verified": False,
+        "reason": None,
+    }
+    digest = digests.get(sig["algorithm"])
+    cert = None
+    for candidate in by_identity.get(ident, ()):
+        if candidate.get("signing_key_digest") == sig["signing_key_digest"]:
+            cert = candidate
+    if digest is None:
+        entry["reason"] = "unrecognized signature algorithm %r (ignored, as dir-spec requires)" % sig["algorithm"]
+    elif cert is None:
+        entry["reason"] = ("no key certificate for this authority" if ident not in by_identity
+                           else "no key certificate with signing key %s" % sig["signing_key_digest"])
+    else:
+        report = cert_reports[id(cert)]
+        entry["certificate"] = report
+        entry["signature_valid"] = _rsa.rsa_verify_digest(sig["_signature"], cert["_signing_key"], digest)
+        if not entry["signature_valid"]:
+            entry["reason"] = "signature does not match the document's %s digest" % sig["algorithm"]
+        elif not report["ok"]:
+            entry["reason"] = "certificate: " + "; ".join(report["problems"])
+        else:
+            entry["verified"] = True
+    return entry
