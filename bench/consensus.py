@@ -21,7 +21,13 @@ For every consensus in tests/data/consensus/ (origins in tests/data/README.md):
 microdesc consensus with the 2017 cached-certs (certificate parsing and checks, the document
 digest and all signatures), at the document's valid-after time.
 
-Usage: .venv/bin/python bench/consensus.py [--reps N] [--mem-reps N]
+With --against DIR (another checkout of the collection, e.g. a git worktree of an earlier commit):
+only "ours" and "ours summary" of both checkouts, each in a worker interpreter of its own, timed
+repetition by repetition in alternation (who goes first alternates too), so that both see the same
+machine load; wall time and the process's CPU time (less disturbed by other processes on a busy
+machine), best and median, and the ratio this/other.
+
+Usage: .venv/bin/python bench/consensus.py [--reps N] [--mem-reps N] [--against DIR]
 """
 
 from __future__ import annotations
@@ -43,13 +49,14 @@ from harness.data import CONSENSUS_DIR  # noqa: E402  (the documents: tests/data
 DATA = str(CONSENSUS_DIR)
 
 
-def _import_paths():
-    link = os.path.join(COLLECTIONS, "ansible_collections", "onionlab", "tor")
+def _import_paths(repo=REPO):
+    collections = os.path.join(repo, ".build", "collections")
+    link = os.path.join(collections, "ansible_collections", "onionlab", "tor")
     if not os.path.exists(link):
         os.makedirs(os.path.dirname(link), exist_ok=True)
-        os.symlink(REPO, link)
-    if COLLECTIONS not in sys.path:
-        sys.path.insert(0, COLLECTIONS)
+        os.symlink(repo, link)
+    if collections not in sys.path:
+        sys.path.insert(0, collections)
 
 
 def _parsers():
@@ -133,14 +140,84 @@ def bench_verify(reps):
             verified, len(result["signatures"]), len(rsa_verify.parse_certificates(certs)))
 
 
+def worker(repo):
+    """Run in a fresh interpreter: import repo's parser; for each "FILE KIND" line on stdin, time one
+    parse (KIND: ours, summary or verify) and print "wall_ms cpu_ms"."""
+    _import_paths(os.path.abspath(repo))
+    from ansible_collections.onionlab.tor.plugins.module_utils._tor import consensus
+
+    with open(os.path.join(DATA, "2017-03-10-cached-certs"), "rb") as handle:
+        certs = handle.read()
+    calls = {"ours": lambda data: consensus.parse_consensus(data),
+             "summary": lambda data: consensus.parse_consensus(data, summary_only=True),
+             "verify": lambda data: consensus.verify_signatures(data, certs, now="2017-03-10T10:00:00Z")}
+    documents = {}
+    for line in sys.stdin:
+        name, kind = line.split()
+        if name not in documents:
+            with open(os.path.join(DATA, name), "rb") as handle:
+                documents[name] = handle.read()
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = calls[kind](documents[name])
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        del result
+        print("%f %f" % (wall * 1000, cpu * 1000), flush=True)
+
+
+def compare(other, reps):
+    """This checkout against another: alternating workers, one repetition at a time."""
+    workers = dict((label, subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker", root],
+                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+                   for label, root in (("this", REPO), ("other", other)))
+
+    def timed(label, name, kind):
+        workers[label].stdin.write("%s %s\n" % (name, kind))
+        workers[label].stdin.flush()
+        return [float(x) for x in workers[label].stdout.readline().split()]
+
+    jobs = [(name, kind) for name in sorted(f for f in os.listdir(DATA) if f.endswith("consensus"))
+            for kind in ("ours", "summary")] + [("2017-03-10-cached-microdesc-consensus", "verify")]
+    times = {}
+    for job in jobs:  # a first, untimed round: imports, caches
+        for label in workers:
+            timed(label, *job)
+    for rep in range(reps):
+        for job in jobs:
+            for label in (("this", "other") if rep % 2 == 0 else ("other", "this")):
+                times.setdefault(job + (label,), []).append(timed(label, *job))
+    for handle in workers.values():
+        handle.stdin.close()
+        handle.wait()
+    print("Python %s, %d alternating repetitions; this: %s, other: %s" % (sys.version.split()[0], reps, REPO, other))
+    header = "%-38s %-8s %-5s %9s %9s %9s %9s %8s %8s" % (
+        "file", "parser", "clock", "this best", "othr best", "this med", "othr med", "best t/o", "med t/o")
+    print(header)
+    print("-" * len(header))
+    for name, kind in jobs:
+        for index, clock in ((0, "wall"), (1, "cpu")):
+            this = [t[index] for t in times[(name, kind, "this")]]
+            that = [t[index] for t in times[(name, kind, "other")]]
+            print("%-38s %-8s %-5s %9.1f %9.1f %9.1f %9.1f %8.3f %8.3f" % (
+                name, kind, clock, min(this), min(that), statistics.median(this), statistics.median(that),
+                min(this) / min(that), statistics.median(this) / statistics.median(that)))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--reps", type=int, default=7, help="timed repetitions per parser and file")
     parser.add_argument("--mem-reps", type=int, default=2, help="fresh interpreters per memory figure")
+    parser.add_argument("--against", metavar="DIR", help="time this checkout's parser against DIR's (see above)")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(*args.child)
+        return
+    if args.worker:
+        worker(args.worker)
+        return
+    if args.against:
+        compare(os.path.abspath(args.against), args.reps)
         return
     files = sorted(f for f in os.listdir(DATA) if f.endswith("consensus"))
     names = ("ours", "ours summary", "stem validate", "stem no-validate")
