@@ -22,7 +22,7 @@ microdesc consensus with the 2017 cached-certs (certificate parsing and checks, 
 digest and all signatures), at the document's valid-after time.
 
 With --against DIR (another checkout of the collection, e.g. a git worktree of an earlier commit):
-only "ours" and "ours summary" of both checkouts, each in a worker interpreter of its own, timed
+only "ours", "ours summary" and verify_signatures of both checkouts, each in a worker interpreter of its own, timed
 repetition by repetition in alternation (who goes first alternates too), so that both see the same
 machine load; wall time and the process's CPU time (less disturbed by other processes on a busy
 machine), best and median, and the ratio this/other.
@@ -42,7 +42,6 @@ import sys
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-COLLECTIONS = os.path.join(REPO, ".build", "collections")
 sys.path.append(os.path.join(REPO, "tests"))
 from harness.data import CONSENSUS_DIR  # noqa: E402  (the documents: tests/data/consensus/)
 
