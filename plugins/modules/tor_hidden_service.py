@@ -319,6 +319,7 @@ purged:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.onionlab.tor.plugins.module_utils import _hidden_service_backend as backend
 from ansible_collections.onionlab.tor.plugins.module_utils._common import (
     MODULE_ERRORS,
     connect_module,
@@ -330,20 +331,30 @@ from ansible_collections.onionlab.tor.plugins.module_utils._hidden_service_args 
     SERVICE_OPTIONS,
     services_element_spec,
 )
-from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
-from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_manager as sm
 
 
-def _service_params(params):
-    return dict((k, params.get(k)) for k in list(SERVICE_OPTIONS) + ["path"])
+def _ephemeral_result(module, result, out):
+    p = module.params
+    result.update(changed=out["changed"], service=out["service"],
+                  onion_address=(out["service"] or {}).get("onion_address"))
+    if out["private_key"] and p["return_private_key"]:
+        result["private_key"] = out["private_key"]
+    if module._diff:
+        result["diff"] = out["diff"]
 
 
-def _clients(params):
-    clients = params.get("authorized_clients")
-    if clients is None:
-        return None
-    return [{"name": c["name"], "public_key": c.get("public_key")} for c in clients]
+def _persistent_result(module, result, out, warnings):
+    result["changed"] = out["changed"]
+    result["purged"] = out["purged"]
+    result["generated_clients"] = out["generated_clients"]
+    if any(g["auth_private"] is None for g in out["generated_clients"]):
+        module.warn("the address of a service with generated client keys could not be read, so their "
+                    "auth_private lines are null: build them as <service id>:descriptor:x25519:<private_key>")
+    if module._diff:
+        result["diff"] = out["diff"]
+    for warning in warnings:
+        module.warn(warning)
 
 
 def main():
@@ -379,57 +390,21 @@ def main():
     try:
         with connect_module(module) as ctl:
             if p["ephemeral"]:
-                out = sm.apply_ephemeral(
-                    ctl, p["state"], ports=p["ports"], private_key=p["private_key"], service_id=p["service_id"],
-                    max_streams=p["max_streams"], client_auth_v3=p["client_auth_v3"] or [],
-                    discard_pk=p["discard_pk"] or not p["return_private_key"], check_mode=module.check_mode,
-                    lock_timeout=p["lock_timeout"])
-                result.update(changed=out["changed"], service=out["service"],
-                              onion_address=(out["service"] or {}).get("onion_address"))
-                if out["private_key"] and p["return_private_key"]:
-                    result["private_key"] = out["private_key"]
-                if module._diff:
-                    result["diff"] = out["diff"]
+                _ephemeral_result(module, result, backend.ephemeral(ctl, p, module.check_mode))
                 module.exit_json(**result)
-            manager = sm.PersistentManager(ctl, config_file=p["config_file"], persist=p["persist"],
-                                           include=p["include_config_file"], check_mode=module.check_mode,
-                                           lock_timeout=p["lock_timeout"])
+            manager = backend.persistent_manager(ctl, p, module.check_mode)
             if p["services"] is not None:
-                if p["state"] == "absent":
-                    module.fail_json(msg="state=absent takes one path, not a services list")
-                desired, clients, keys = [], {}, {}
-                for entry in p["services"]:
-                    service = hs.normalize_service(_service_params(entry))
-                    desired.append(service)
-                    if _clients(entry) is not None:
-                        clients[service["path"]] = _clients(entry)
-                    if entry.get("private_key"):
-                        keys[service["path"]] = onion.parse_key_blob(entry["private_key"])
-                out = manager.apply(desired, exclusive=p["exclusive"], clients=clients, keys=keys, prune=p["prune"])
+                out = backend.services_list(manager, p)
                 result["services"] = out["services"]
             else:
-                service = hs.normalize_service(_service_params(p))
+                out, service = backend.one_service(manager, p)
                 if p["state"] == "present":
-                    if not service["ports"]:
-                        module.fail_json(msg="a present service needs at least one entry in ports")
-                    clients = {service["path"]: _clients(p)} if _clients(p) is not None else {}
-                    keys = {service["path"]: onion.parse_key_blob(p["private_key"])} if p["private_key"] else {}
-                    out = manager.apply([service], clients=clients, keys=keys)
                     mine = [s for s in out["services"] if s["path"] == service["path"]]
                     result["service"] = mine[0] if mine else None
                     result["onion_address"] = result["service"]["onion_address"] if mine else None
-                else:
-                    out = manager.apply([], absent=[service["path"]], purge=p["purge"])
-            result["changed"] = out["changed"]
-            result["purged"] = out["purged"]
-            result["generated_clients"] = out["generated_clients"]
-            if any(g["auth_private"] is None for g in out["generated_clients"]):
-                module.warn("the address of a service with generated client keys could not be read, so their "
-                            "auth_private lines are null: build them as <service id>:descriptor:x25519:<private_key>")
-            if module._diff:
-                result["diff"] = out["diff"]
-            for warning in manager.warnings:
-                module.warn(warning)
+            _persistent_result(module, result, out, manager.warnings)
+    except backend.ParameterError as exc:
+        module.fail_json(msg=str(exc))
     except MODULE_ERRORS as exc:
         fail(module, exc)
     module.exit_json(**result)

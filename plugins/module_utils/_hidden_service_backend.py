@@ -1,0 +1,78 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, onionlab.tor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What tor_hidden_service does in each of its three modes: an ephemeral service
+(ephemeral=true), one persistent service (path) or a list of them (services). Each takes the
+module's parameters, maps them onto _tor/service_manager.py and returns its result.
+
+This is a private module_utils file of onionlab.tor; its API may change at any time.
+
+The module keeps the argument spec, the connection and the shaping of its result. Errors are
+the client's (TorError, OSError: the module's _common.fail) or a ParameterError, parameters
+that do not go together once they are normalised (a plain fail_json with its message).
+"""
+
+from __future__ import annotations
+
+from ansible_collections.onionlab.tor.plugins.module_utils._hidden_service_args import SERVICE_OPTIONS
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_manager as sm
+
+
+class ParameterError(Exception):
+    """Parameters that do not go together; the module fails with this message."""
+
+
+def _service_params(params):
+    return dict((k, params.get(k)) for k in list(SERVICE_OPTIONS) + ["path"])
+
+
+def _clients(params):
+    clients = params.get("authorized_clients")
+    if clients is None:
+        return None
+    return [{"name": c["name"], "public_key": c.get("public_key")} for c in clients]
+
+
+def ephemeral(ctl, p, check_mode):
+    """ADD_ONION or DEL_ONION: service_manager.apply_ephemeral's result."""
+    return sm.apply_ephemeral(
+        ctl, p["state"], ports=p["ports"], private_key=p["private_key"], service_id=p["service_id"],
+        max_streams=p["max_streams"], client_auth_v3=p["client_auth_v3"] or [],
+        discard_pk=p["discard_pk"] or not p["return_private_key"], check_mode=check_mode,
+        lock_timeout=p["lock_timeout"])
+
+
+def persistent_manager(ctl, p, check_mode):
+    return sm.PersistentManager(ctl, config_file=p["config_file"], persist=p["persist"],
+                                include=p["include_config_file"], check_mode=check_mode,
+                                lock_timeout=p["lock_timeout"])
+
+
+def services_list(manager, p):
+    """The services in `services` present (exclusive, prune as asked): PersistentManager.apply's result."""
+    if p["state"] == "absent":
+        raise ParameterError("state=absent takes one path, not a services list")
+    desired, clients, keys = [], {}, {}
+    for entry in p["services"]:
+        service = hs.normalize_service(_service_params(entry))
+        desired.append(service)
+        if _clients(entry) is not None:
+            clients[service["path"]] = _clients(entry)
+        if entry.get("private_key"):
+            keys[service["path"]] = onion.parse_key_blob(entry["private_key"])
+    return manager.apply(desired, exclusive=p["exclusive"], clients=clients, keys=keys, prune=p["prune"])
+
+
+def one_service(manager, p):
+    """The service at `path` present or absent (purged as asked): (PersistentManager.apply's
+    result, the canonical service asked for)."""
+    service = hs.normalize_service(_service_params(p))
+    if p["state"] == "absent":
+        return manager.apply([], absent=[service["path"]], purge=p["purge"]), service
+    if not service["ports"]:
+        raise ParameterError("a present service needs at least one entry in ports")
+    clients = {service["path"]: _clients(p)} if _clients(p) is not None else {}
+    keys = {service["path"]: onion.parse_key_blob(p["private_key"])} if p["private_key"] else {}
+    return manager.apply([service], clients=clients, keys=keys), service
