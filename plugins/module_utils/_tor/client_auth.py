@@ -154,11 +154,12 @@ def parse_private_key(text, service_id=None, what="private_key"):
     then be service_id). Never echoes the key."""
     if not isinstance(text, str):
         raise UnsafeValue("%s must be a string" % what)
+    text = text.strip()                 # a key read from a file may end with a newline
     try:
         check_value(text, what)
     except UnsafeValue:
         raise UnsafeValue("%s contains a line break or a NUL byte" % what)
-    fields = [f.strip() for f in text.strip().split(":")]
+    fields = [f.strip() for f in text.split(":")]
     if len(fields) == 4:
         line_id = fields[0].lower()
         if line_id.endswith(".onion"):
