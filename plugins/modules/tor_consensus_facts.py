@@ -597,10 +597,10 @@ ansible_facts:
               elements: dict
 """
 
-import os
 import re
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.onionlab.tor.plugins.module_utils import _consensus_facts_backend as backend
 from ansible_collections.onionlab.tor.plugins.module_utils._common import (
     MODULE_ERRORS,
     connect_module,
@@ -738,34 +738,16 @@ def main():
     summary_only = p["summary_only"]
     if summary_only is None:
         summary_only = all(p[name] is None for name in ROUTER_SELECTORS)
-    certs_path = p["certs_path"]
-    what = "consensus"
+    run = backend.ConsensusFacts(p, _read_file, _read_from_tor, _data_directory)
     try:
-        if p["path"]:
-            what = "consensus file %s" % p["path"]
-            data = _read_file(p["path"], "consensus file")
-            source = {"type": "file", "path": p["path"], "control": None, "getinfo_key": None}
-        else:
-            with connect_module(module) as tor:
-                data, key = _read_from_tor(tor, p["flavor"])
-                if p["verify_signatures"] and not certs_path:
-                    certs_path = os.path.join(_data_directory(tor), "cached-certs")
-                source = {"type": "tor", "path": None, "control": tor.where, "getinfo_key": key}
-            what = "consensus from tor (GETINFO %s)" % key
-        source["size"] = len(data) if isinstance(data, bytes) else len(data.encode("utf-8"))
-        certs = None
-        if p["verify_signatures"]:
-            certs_text = _read_file(certs_path, "key certificates")
-            try:
-                certs = _rsa.parse_certificates(certs_text)
-            except _rsa.CertificateError as exc:
-                fail(module, exc, msg="malformed key certificates in %s: %s" % (certs_path, exc), line=exc.line)
-        facts = _consensus.parse_consensus(
-            data, flags=p["flags"], fingerprints=p["fingerprints"], nicknames=p["nicknames"],
-            min_bandwidth=p["min_bandwidth"], limit=p["limit"], fields=p["fields"],
-            summary_only=summary_only, now=now, certs=certs, authorities=authorities)
+        data = run.read(lambda: connect_module(module))
+        try:
+            run.read_certificates()
+        except _rsa.CertificateError as exc:
+            fail(module, exc, msg="malformed key certificates in %s: %s" % (run.certs_path, exc), line=exc.line)
+        facts = run.parse(data, summary_only, authorities, now)
     except _consensus.ConsensusError as exc:
-        fail(module, exc, msg="malformed %s: %s" % (what, exc), line=exc.line)
+        fail(module, exc, msg="malformed %s: %s" % (run.what, exc), line=exc.line)
     except MODULE_ERRORS as exc:  # ConsensusNotAvailable, the client's errors, a file that cannot be read
         fail(module, exc)
     except ValueError as exc:     # an option value the parser refuses (fields, filters)
@@ -773,10 +755,10 @@ def main():
 
     if p["flavor"] != "auto" and facts["flavor"] != p["flavor"]:
         module.fail_json(msg="the %s is a %s consensus, not %s (flavor: %s)"
-                         % (what, facts["flavor"], p["flavor"], p["flavor"]), error="ValueError")
-    facts["source"] = source
-    if certs is not None:
-        facts["verification"]["certs_path"] = certs_path
+                         % (run.what, facts["flavor"], p["flavor"], p["flavor"]), error="ValueError")
+    facts["source"] = run.source
+    if run.certs is not None:
+        facts["verification"]["certs_path"] = run.certs_path
     returned = len(facts.get("routers", ()))
     if returned > LARGE_RESULT and p["fields"] is None:
         module.warn("returning %d routers with every field as facts (Ansible is slow with that much data); use "
