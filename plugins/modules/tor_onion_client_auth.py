@@ -13,13 +13,13 @@ description:
   - Manages the credential that a B(client) tor uses to reach one v3 onion service whose descriptor is encrypted for
     authorized clients (the service side is O(onionlab.tor.tor_hidden_service#module:authorized_clients)).
   - B(Over the control port) (the default), with C(ONION_CLIENT_AUTH_ADD), C(ONION_CLIENT_AUTH_REMOVE) and
-    C(ONION_CLIENT_AUTH_VIEW) (tor 0.4.3 or later): the running tor uses the key at once, without a restart or reload.
+    C(ONION_CLIENT_AUTH_VIEW) (tor 0.4.3 or later). The running tor uses the key at once, without a restart or reload.
     With O(permanent=true) tor also writes it to its C(ClientOnionAuthDir), so that it survives a restart.
-  - B(As files) (O(auth_dir) given), when tor is not running or not reachable: the module writes the
+  - B(As files) (O(auth_dir) given), when tor is not running or not reachable. The module writes the
     C(ClientOnionAuthDir) itself, one C(<service id>.auth_private) file per service (the name tor gives such a file),
     mode C(0600) in a C(0700) directory. tor reads them when it starts or reloads.
-  - One service has one credential in a client tor; a second O(address) run replaces nothing but its own.
-    Use M(onionlab.tor.tor_onion_client_auth_info) to list them all, in the same shape.
+  - tor holds at most one credential per service; the module manages the one for O(address) and leaves the others
+    alone. M(onionlab.tor.tor_onion_client_auth_info) lists them all, in the shape of RV(credentials).
   - The private key is compared in memory and never returned, shown in a diff or put in a message.
 author:
   - onionlab.tor contributors (@onionlab)
@@ -60,8 +60,8 @@ options:
     description:
       - A nickname for the credential (tor's C(ClientName)), 1 to 16 letters, digits, C(+), C(-), C(_) or C(.).
       - tor keeps names in memory only. After tor restarts or reloads its configuration, a permanent credential has
-        no name: a run that asks for one then reports a change and gives it back.
-      - Not kept with O(auth_dir) (tor has no place for names in its files): a warning says it was ignored.
+        no name; a run that asks for one then reports a change and gives it back.
+      - Not kept with O(auth_dir) (tor has no place for names in its files); a warning says it was ignored.
     type: str
   permanent:
     description:
@@ -69,7 +69,7 @@ options:
         a restart. tor must have a C(ClientOnionAuthDir) for that; the module fails, before changing anything, when it
         has none.
       - With V(false), the credential lives in tor's memory only, until tor stops B(or reloads its configuration)
-        (C(SIGHUP), or any C(SETCONF), such as a M(onionlab.tor.tor_hidden_service) run on the same tor): tor then
+        (C(SIGHUP), or any C(SETCONF), such as a M(onionlab.tor.tor_hidden_service) run on the same tor). tor then
         keeps only what its C(ClientOnionAuthDir) holds. A file left there for the service is removed.
       - Must be V(true) with O(auth_dir).
     type: bool
@@ -96,9 +96,10 @@ options:
 notes:
   - tor replaces a service's credential as a whole; the module does that when the key, the name or O(permanent)
     differ (dropping the permanence removes tor's file first, since tor would keep it otherwise).
-  - Revoking a client is done on the B(service) (remove it from O(onionlab.tor.tor_hidden_service#module:authorized_clients));
-    removing the credential here stops this client tor from fetching a B(new) descriptor of the service. tor also
-    forgets the descriptor it had, so a new connection needs one; streams already open are not closed.
+  - After O(state=absent) the client tor refuses new connections to the service at once (SOCKS error C(0xf4), missing
+    client authorization), on old and new circuits alike, because tor forgets the service's descriptor with the key.
+    Connections already open stay open. Revoking a client for good is done on the B(service), by removing it from
+    O(onionlab.tor.tor_hidden_service#module:authorized_clients).
 seealso:
   - module: onionlab.tor.tor_onion_client_auth_info
   - module: onionlab.tor.tor_hidden_service
@@ -185,7 +186,7 @@ credential:
 credentials:
   description:
     - Every credential of the client tor after the run (predicted in check mode), each as RV(credential), in tor's order
-      (with O(auth_dir), by file name): the shape M(onionlab.tor.tor_onion_client_auth_info) returns.
+      (with O(auth_dir), by file name); the shape M(onionlab.tor.tor_onion_client_auth_info) returns.
   returned: success
   type: list
   elements: dict
