@@ -319,7 +319,7 @@ def _control(module, sid, key, name):
         else:
             after = [c for c in before if c.service_id != sid]
             if wanted is not None:
-                after = sorted(after + [wanted], key=lambda c: _tor_sort_key(c))
+                after = sorted(after + [wanted], key=_tor_sort_key)
     return _result(changed, after, sid, tor_dir, strays, diff)
 
 
