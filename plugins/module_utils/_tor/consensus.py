@@ -923,14 +923,6 @@ def _builder(fields, given, per_router):
     return _BUILDERS[key]
 
 
-class _Ports(dict):
-    """Port string -> int (None for DirPort 0), filled as ports are looked up."""
-
-    def __missing__(self, key):
-        value = self[key] = None if key == "0" else int(key)
-        return value
-
-
 class _Routers(object):
     """Router-section state shared by the fast and the general path."""
 
@@ -946,7 +938,7 @@ class _Routers(object):
         self.dates = set()
         self.cacc = {}  # s value -> routers
         self.wacc = {}  # s value -> consensus weight
-        self.lookups = {"ports": _Ports(), "flags": {}, "versions": {None: None, "": None},
+        self.lookups = {"ports": {}, "flags": {}, "versions": {None: None, "": None},
                         "version_lines": {None: None, "": None}, "protocols": self.pcache,
                         "policies": self.polcache}
         self.fields = None
@@ -985,6 +977,13 @@ class _Routers(object):
             make, names = _builder(self.router_fields(), given, per_router)
             self.builders[key] = (make(**self.lookups), names)
         return self.builders[key]
+
+    def add_ports(self, values):
+        """Port strings (as matched) into the lookup ports: int, None for DirPort 0."""
+        ports = self.lookups["ports"]
+        for value in values:
+            if value not in ports:
+                ports[value] = None if value == "0" else int(value)
 
     def flag_entry(self, key):
         flags = _flags(key.lstrip(" \t"))
@@ -1152,6 +1151,8 @@ def _bulk_build(st, cols, selected):
     columns = [cols[name] for name in names]
     if selected is not None:
         columns = [[col[i] for i in selected] for col in columns]
+    if "or_port" in names or "dir_port" in names:
+        st.add_ports(set(cols["or_port"]).union(cols["dir_port"]))
     st.kept.extend(build(columns))
 
 
@@ -1212,6 +1213,7 @@ def _routers_iter(doc, st, start, end):
             bw = None if bwg is None else int(bwg)
             _account(st, sg, ve, bw)
             if _wanted(st, se, bw, ident, nick):
+                st.add_ports(values[6:8])
                 st.kept.append(build(values[:-1] + (bw,) + _GENERAL_ONLY))
     except _FieldError as exc:
         where = m.start(field) if field is not None and m.start(field) >= 0 else m.start()
@@ -1262,6 +1264,7 @@ def _router_entry(doc, st, items):
     se, ve = _entry_other_lines(doc, st, lines, values)
     _account(st, values["s"], ve, values["bw"])
     if _wanted(st, se, values["bw"], values["ident"], values["nick"]):
+        st.add_ports((values["or_port"], values["dir_port"]))
         st.kept.append(st.builder(_ENTRY_VALUES, True)[0](tuple(map(values.get, _ENTRY_VALUES))))
 
 
