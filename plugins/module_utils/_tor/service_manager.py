@@ -437,11 +437,13 @@ def _held(services):
     """What must be the same in tor after our SETCONF: each service's path, ports and typed
     options in order, and its other options with tor's spelling of names and booleans
     forgiven (tor may echo "HiddenServiceFoo 1" for "hiddenservicefoo true")."""
+    def spelled(value):
+        return str(hs._as_bool(value)) if value.lower() in ("0", "1", "true", "false") else value
+
     held = []
     for view in _views(services):
         extra = view.pop("extra_options", {}) or {}
-        view["extra_options"] = sorted((k.lower(), [str(hs._as_bool(v)) if v.lower() in ("0", "1", "true", "false")
-                                                   else v for v in values]) for k, values in extra.items())
+        view["extra_options"] = sorted((k.lower(), [spelled(v) for v in values]) for k, values in extra.items())
         held.append(view)
     return held
 
