@@ -79,7 +79,8 @@ options:
       - Manage the files of this C(ClientOnionAuthDir) directly instead of talking to tor, an absolute path. The
         directory is created (mode C(0700)) when missing; its parent must exist. tor reads it when it starts and on
         a reload (C(SIGHUP)); tor must be configured with C(ClientOnionAuthDir) set to this path.
-      - Mutually exclusive with O(control_port), O(control_socket), O(control_password) and O(cookie_path).
+      - With O(auth_dir), the control connection options are not used (so that O(control_port) set for the
+        whole C(group/onionlab.tor.tor) in C(module_defaults) does not get in the way); no connection is made.
       - Without it, the module uses the control port. Files that tor writes there are then tor's own, but when the
         directory tor names is readable here (a local tor), the module also removes other files naming the same
         service, because two files for one service make tor refuse the whole directory (tor does not start, and
@@ -477,8 +478,6 @@ def main():
     )
     module = AnsibleModule(**module_kwargs(
         spec,
-        mutually_exclusive=[("auth_dir", "control_port"), ("auth_dir", "control_socket"),
-                            ("auth_dir", "control_password"), ("auth_dir", "cookie_path")],
         required_by={"owner": "auth_dir"},
         supports_check_mode=True,
     ))

@@ -29,7 +29,8 @@ options:
     description:
       - Read the credential files of this C(ClientOnionAuthDir) instead of asking tor (tor need not run). Files that
         tor would not load are named in a warning; a missing directory has no credentials.
-      - Mutually exclusive with O(control_port), O(control_socket), O(control_password) and O(cookie_path).
+      - With O(auth_dir), the control connection options are not used (so that O(control_port) set for the
+        whole C(group/onionlab.tor.tor) in C(module_defaults) does not get in the way); no connection is made.
     type: path
 notes:
   - A credential's C(client_name) exists only in tor's memory; one loaded from C(ClientOnionAuthDir) has none.
@@ -113,8 +114,6 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor import client_au
 def main():
     module = AnsibleModule(**module_kwargs(
         control_argument_spec(auth_dir=dict(type="path")),
-        mutually_exclusive=[("auth_dir", "control_port"), ("auth_dir", "control_socket"),
-                            ("auth_dir", "control_password"), ("auth_dir", "cookie_path")],
         supports_check_mode=True,
     ))
     directory = module.params["auth_dir"]

@@ -303,7 +303,7 @@ BAD = [
     ({"client_name": "x" * 17}, "1 to 16"),
     ({"client_name": "with space"}, "only letters"),
     ({"client_name": 'qu"ote'}, "only letters"),
-    ({"auth_dir": "relative"}, "mutually exclusive"),
+    ({"auth_dir": "relative"}, "absolute path"),
     ({"owner": "root"}, "auth_dir"),
     ({"state": "present", "private_key": None}, "private_key is required"),
 ]

@@ -242,9 +242,13 @@ def test_bad_input_one_message_nothing_sent(runner, fake, auth_dir, args, messag
     assert_no_secret(result)
 
 
-def test_auth_dir_and_control_port_exclude_each_other(runner, fake, auth_dir):
-    result = runner.fails(module, control_port=fake.port, auth_dir=auth_dir, address=SID, private_key=PRIVATE)
-    assert "mutually exclusive" in result["msg"]
+def test_auth_dir_makes_no_connection(runner, fake, auth_dir):
+    # control_port may come from module_defaults of the action group: with auth_dir it is not used
+    result = runner.ok(module, control_port=fake.port, auth_dir=auth_dir, address=SID, private_key=PRIVATE)
+    assert result["changed"] is True and files(auth_dir) == [SID + ".auth_private"]
+    info = runner.ok(info_module, control_port=fake.port, auth_dir=auth_dir)
+    assert [c["service_id"] for c in info["credentials"]] == [SID]
+    assert fake.connections == 0 and fake.client_auths == {}
 
 
 def test_no_tor(runner, tmp_path):
