@@ -275,8 +275,10 @@ targets:
       description: Tor's SOCKS reply code when it refused the connection (240 is 0xF0); else V(null).
       type: int
       sample: 240
-unreachable:
-  description: C(address:port) of each target that did not answer, in the order of O(targets).
+unanswered:
+  description:
+    - C(address:port) of each target that did not answer, in the order of O(targets); empty when all answered.
+    - Not called C(unreachable), which Ansible would take for the host being unreachable.
   returned: always
   type: list
   elements: str
@@ -373,15 +375,15 @@ def main():
     started = time.monotonic()
     results = probe(proxy, targets, deadline, delay)
     elapsed = round(time.monotonic() - started, 3)
-    unreachable = ["%s:%d" % (r["address"], r["port"]) for r in results if not r["reachable"]]
-    if module.params["wait"] and unreachable:
+    unanswered = ["%s:%d" % (r["address"], r["port"]) for r in results if not r["reachable"]]
+    if module.params["wait"] and unanswered:
         missing = ["%s:%d (%s; %d attempt%s)" % (r["address"], r["port"], r["error"], r["attempts"],
                                                  "" if r["attempts"] == 1 else "s")
                    for r in results if not r["reachable"]]
         module.fail_json(msg="%d of %d onion services did not answer within %gs through %s: %s"
-                         % (len(unreachable), len(results), deadline, proxy.where[len("the "):], "; ".join(missing)),
-                         changed=False, targets=results, unreachable=unreachable, elapsed=elapsed)
-    module.exit_json(changed=False, targets=results, unreachable=unreachable, elapsed=elapsed)
+                         % (len(unanswered), len(results), deadline, proxy.where[len("the "):], "; ".join(missing)),
+                         changed=False, targets=results, unanswered=unanswered, elapsed=elapsed)
+    module.exit_json(changed=False, targets=results, unanswered=unanswered, elapsed=elapsed)
 
 
 if __name__ == "__main__":

@@ -50,7 +50,7 @@ def test_http_and_tcp_targets(runner, socks_peer):
         {"address": ONION[:-len(".onion")].upper(), "port": 22, "mode": "tcp"},
     ])
     assert result["changed"] is False
-    assert result["unreachable"] == []
+    assert result["unanswered"] == []
     web, ssh = result["targets"]
     assert web["address"] == ssh["address"] == ONION
     assert (web["port"], web["mode"], web["reachable"], web["status"], web["attempts"]) == (80, "http", True, 200, 1)
@@ -71,7 +71,7 @@ def test_report_mode_never_fails_for_an_unreachable_onion(runner):
     assert missing["reachable"] is False and missing["attempts"] == 1
     assert missing["reason"] == "descriptor_not_found" and missing["socks_reply"] == 0xF0
     assert missing["error"].startswith("tor answered 0xF0: onion service descriptor can not be found")
-    assert result["unreachable"] == [OTHER + ":80"]
+    assert result["unanswered"] == [OTHER + ":80"]
 
 
 def test_report_mode_retries_until_a_set_deadline(runner):
@@ -91,7 +91,7 @@ def test_wait_mode_fails_naming_what_did_not_answer(runner):
                                     "127.0.0.1:%d: %s:8080 (tor answered 0xF0: onion service descriptor can not be "
                                     "found" % (fake.port, OTHER))
     assert result["msg"].endswith(" attempts)")
-    assert result["unreachable"] == [OTHER + ":8080"]
+    assert result["unanswered"] == [OTHER + ":8080"]
     assert [t["reachable"] for t in result["targets"]] == [True, False]
     assert result["changed"] is False
     assert took < 3
