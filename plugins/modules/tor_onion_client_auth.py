@@ -261,14 +261,22 @@ def _is_local(p):
         return False
 
 
-def _local_files(p, tor_dir):
+def _local_files(module, tor_dir):
     """The credentials in tor's ClientOnionAuthDir when it is a directory readable here, else None."""
+    p = module.params
     if not tor_dir or not _is_local(p) or not os.path.isdir(tor_dir) or not os.access(tor_dir, os.R_OK | os.X_OK):
         return None
     try:
-        return ca.read_dir(tor_dir)[0]
+        creds, ignored = ca.read_dir(tor_dir)
     except OSError:
         return None
+    if ignored:
+        module.warn(_IGNORED % (tor_dir, ", ".join(ignored)))
+    return creds
+
+
+_IGNORED = ("tor cannot use these files of %s (not '<service id>:descriptor:x25519:<key>'): %s; tor 0.4.9 may even "
+            "refuse to start with such a file")
 
 
 def _control(module, sid, key, name):
@@ -279,7 +287,7 @@ def _control(module, sid, key, name):
         before = ca.view(ctl)
         current = next((c for c in before if c.service_id == sid), None)
         tor_dir = ca.auth_dir(ctl)
-        files = _local_files(p, tor_dir)
+        files = _local_files(module, tor_dir)
         mine = [c for c in files or [] if c.service_id == sid]
         own_file = os.path.join(tor_dir, ca.file_name(sid)) if tor_dir else None
 
@@ -344,10 +352,17 @@ def _owner(p, directory):
         try:
             entry = pwd.getpwuid(int(text)) if text.isdigit() else pwd.getpwnam(text)
         except (KeyError, ValueError, OverflowError):
-            if text.isdigit():
+            if text.isdigit() and os.geteuid() in (0, int(text)):
                 return int(text), -1
+            if text.isdigit():
+                raise _Refusal("owner %s: only root can give the files to another user than the one the module "
+                               "runs as" % p["owner"])
             raise _Refusal("owner %r is not a user on this host" % p["owner"])
-        return entry.pw_uid, entry.pw_gid
+        owner = entry.pw_uid, entry.pw_gid
+        if os.geteuid() not in (0, owner[0]):
+            raise _Refusal("owner %s: only root can give the files to another user than the one the module runs as"
+                           % p["owner"])
+        return owner
     if os.geteuid() != 0:
         return None
     try:
@@ -377,8 +392,7 @@ def _files(module, sid, key, name):
     owner = _owner(p, directory) if present else None
     creds, ignored = ca.read_dir(directory) if exists else ([], [])
     if ignored:
-        module.warn("tor cannot use these files of %s (not '<service id>:descriptor:x25519:<key>'): %s; "
-                    "tor 0.4.9 may even refuse to start with such a file" % (directory, ", ".join(ignored)))
+        module.warn(_IGNORED % (directory, ", ".join(ignored)))
     own_file = os.path.join(directory, ca.file_name(sid))
     current = next((c for c in creds if c.path == own_file), None)
     mine = [c for c in creds if c.service_id == sid]

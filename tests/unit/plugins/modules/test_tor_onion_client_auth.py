@@ -343,6 +343,22 @@ def test_files_refusals(runner, auth_dir, args, message):
     assert files(auth_dir) == []
 
 
+def test_files_owner_needs_root(runner, auth_dir, monkeypatch):
+    monkeypatch.setattr(module.os, "geteuid", lambda: 54321)
+    for owner in ("root", "0"):
+        result = runner.fails(module, **file_args(auth_dir, address=SID, private_key=PRIVATE, owner=owner))
+        assert "only root can give the files to another user" in result["msg"]
+    assert files(auth_dir) == []
+
+
+def test_control_warns_of_files_tor_cannot_use(runner, fake, auth_dir):
+    with open(os.path.join(auth_dir, "nameless.auth_private"), "w") as handle:
+        handle.write(":descriptor:x25519:" + PRIVATE2)
+    result = runner.ok(module, **ctl_args(fake, address=SID, private_key=PRIVATE, permanent=False))
+    assert any("nameless.auth_private" in w and "refuse to start" in w for w in result["warnings"])
+    assert_no_secret(result)
+
+
 def test_files_not_a_directory(runner, tmp_path):
     path = tmp_path / "file"
     path.write_text("")
