@@ -92,7 +92,8 @@ options:
         C(ClientOnionAuthDir) belongs to the user it runs as.
       - When omitted and the module runs as root, the owner of the existing directory, or when it is created, the
         owner of its parent (tor's C(DataDirectory), for example C(/var/lib/tor), belongs to tor's user). When not
-        root, files belong to the user the module runs as.
+        root, files belong to the user the module runs as; giving them to another user needs root (the module
+        refuses before writing anything).
     type: str
 notes:
   - tor replaces a service's credential as a whole; the module does that when the key, the name or O(permanent)
