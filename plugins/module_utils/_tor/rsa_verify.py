@@ -160,6 +160,7 @@ _CERT_FIELDS = (
 )
 _CERT_KNOWN = dict((kw, (mand, obj)) for kw, mand, obj in _CERT_FIELDS)
 
+
 def parse_certificates(text):
     """Parse a ``cached-certs`` style concatenation of v3 key certificates.
 
