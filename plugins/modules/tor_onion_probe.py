@@ -97,8 +97,8 @@ options:
   timeout:
     description:
       - Seconds one attempt may take, from connecting to the C(SocksPort) to the first line of the HTTP answer
-        (for V(tcp), to tor's report that the connection is made), unless the target sets its own
-        O(targets[].timeout).
+        (to the text of O(targets[].body_contains) when set; for V(tcp), to tor's report that the connection is
+        made), unless the target sets its own O(targets[].timeout).
       - The first connection to an onion service fetches its descriptor and builds two circuits; on the public
         Tor network that takes a few seconds, sometimes tens of seconds.
     type: float

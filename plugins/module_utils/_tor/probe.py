@@ -13,6 +13,7 @@ a stable ``reason`` keyword and a clear ``error`` text. Only bad input raises (P
 
 from __future__ import annotations
 
+import math
 import re
 import socket
 import threading
@@ -165,7 +166,7 @@ MAX_SECONDS = 7 * 86400
 def check_seconds(value, what, allow_zero=False):
     """A duration option: a number of seconds, more than 0 (or 0 when allowed), at most a week.
     Returns it as a float; ProbeInputError 'what must be ...' otherwise."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
         raise ProbeInputError("%s must be a number of seconds, got %r" % (what, value))
     if value < 0 or (value == 0 and not allow_zero) or value > MAX_SECONDS:
         raise ProbeInputError("%s must be %s and at most %d (a week), got %s"
