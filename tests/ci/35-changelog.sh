@@ -30,10 +30,10 @@ version=$(sed -n 's/^version: *//p' galaxy.yml)
 if grep -q "^  $version:" changelogs/changelog.yaml; then
     ( cd "$staged" && antsibull-changelog release --update-existing --reload-plugins --date \
         "$(sed -n "/^  $version:/,/release_date/s/.*release_date: '\(.*\)'/\1/p" changelogs/changelog.yaml)" ) \
-        > "$tmp/release.log" 2>&1
+        > "$tmp/release.log" 2>&1 || { cat "$tmp/release.log"; exit 1; }
     if ! diff -q changelogs/changelog.yaml "$staged/changelogs/changelog.yaml" > /dev/null; then
         echo "NOTE: the $version entry of the changelog does not list everything yet:"
-        diff CHANGELOG.rst "$staged/CHANGELOG.rst" | sed -n 's/^> /  + /p'
+        { diff CHANGELOG.rst "$staged/CHANGELOG.rst" || true; } | sed -n 's/^> /  + /p'
         echo "  (before releasing $version run the refresh command of docs/maintaining.md)"
     fi
 fi
