@@ -48,10 +48,73 @@ options:
     description: The onion-service version; only V(3) exists in current tor.
     type: int
     choices: [3]
+  export_circuit_id:
+    description:
+      - C(HiddenServiceExportCircuitID) (tor 0.4.0.1-alpha and later). With V(haproxy), tor sends a HAProxy PROXY
+        protocol line at the start of each connection to a TCP target whose address encodes the client's
+        rendezvous circuit (C(fc00:dead:beef:4dad::XXXX:XXXX)); the application can then rate-limit or block one
+        circuit, or close it with the C(CLOSECIRCUIT) control command. The application must expect the header
+        (nginx C(proxy_protocol), haproxy C(accept-proxy)), otherwise the header is part of the request.
+      - When omitted, tor's default V(none).
+    type: str
+    choices: [none, haproxy]
+  pow:
+    description:
+      - The proof-of-work defence (tor 0.4.8.1-alpha and later, built with its C(pow) module, see
+        C(tor --list-modules)). The service puts a puzzle in its descriptor and, when it is overloaded, serves
+        introductions in order of the effort clients spent on it, raising the effort it suggests while the load
+        lasts and dropping it when the load goes. Clients without PoW support (before 0.4.8) can still connect
+        but come last under attack.
+      - Costs clients CPU time only while the service suggests an effort above 0 (under load); the service
+        verifies solutions cheaply. A tor that lacks the option or the module is refused before anything changes.
+      - Omitted members are tor's defaults.
+    type: dict
+    suboptions:
+      enabled:
+        description: C(HiddenServicePoWDefensesEnabled). Default V(false).
+        type: bool
+      queue_rate:
+        description:
+          - C(HiddenServicePoWQueueRate), the rendezvous requests per second taken from the priority queue, 0 to
+            2147483647; 0 takes them as fast as the service can. Default V(250).
+          - Lower protects a slow backend and the service's CPU, but limits how many clients per second get
+            through, attack or not.
+        type: int
+      queue_burst:
+        description:
+          - C(HiddenServicePoWQueueBurst), the most requests taken from the queue at once, 0 to 2147483647.
+            Default V(2500). Tor only applies the rate when the burst is at least the rate.
+        type: int
+  intro_dos:
+    description:
+      - The introduction-point rate limit (tor 0.4.2.1-alpha and later); the service asks its introduction points
+        to let at most this many introductions per second through to it. It protects the service's tor and the
+        network from a flood of rendezvous circuits, but legitimate clients are limited just the same: under a
+        flood most of them are refused at the introduction point. Consider O(pow) first.
+      - Omitted members are tor's defaults.
+    type: dict
+    suboptions:
+      enabled:
+        description: C(HiddenServiceEnableIntroDoSDefense). Default V(false) (the introduction points then follow
+          the consensus parameters).
+        type: bool
+      rate_per_sec:
+        description: C(HiddenServiceEnableIntroDoSRatePerSec), introductions per second per introduction point,
+          0 to 2147483647 (0 is no limit); not above O(intro_dos.burst_per_sec). Default V(25).
+        type: int
+      burst_per_sec:
+        description: C(HiddenServiceEnableIntroDoSBurstPerSec), the burst per introduction point, 0 to 2147483647
+          (0 is no limit). Default V(200).
+        type: int
   extra_options:
     description:
       - Other C(HiddenService*) options of this service as a dict of option name to value, for example
-        C(HiddenServicePoWDefensesEnabled) set to V(1); a list value repeats the option.
+        C(HiddenServiceOnionBalanceInstance) set to V(1); a list value repeats the option.
+      - The options that have their own parameter here (O(pow), O(intro_dos), O(export_circuit_id), ...) are refused.
+      - C(HiddenServiceSingleHopMode) and C(HiddenServiceNonAnonymousMode) are refused too; they are tor-wide
+        options, not per service, that make every service of the tor non-anonymous (and tor wants both plus
+        C(SocksPort 0) in torrc); the module reports RV(onionlab.tor.tor_hidden_service#module:tor.non_anonymous)
+        when tor runs that way.
     type: dict
   authorized_clients:
     description:

@@ -20,6 +20,20 @@ CLIENT_SPEC = dict(
     public_key=dict(type="str"),
 )
 
+# the members of tor_hidden_service's option groups; the tor options, defaults and limits are
+# hidden_service.py's OPTIONS (no defaults here: an absent member is tor's default)
+POW_SPEC = dict(
+    enabled=dict(type="bool"),
+    queue_rate=dict(type="int"),
+    queue_burst=dict(type="int"),
+)
+
+INTRO_DOS_SPEC = dict(
+    enabled=dict(type="bool"),
+    rate_per_sec=dict(type="int"),
+    burst_per_sec=dict(type="int"),
+)
+
 SERVICE_OPTIONS = dict(
     ports=dict(type="list", elements="dict", options=PORT_SPEC),
     max_streams=dict(type="int"),
@@ -28,6 +42,9 @@ SERVICE_OPTIONS = dict(
     allow_unknown_ports=dict(type="bool"),
     num_intro_points=dict(type="int"),
     version=dict(type="int", choices=[3]),
+    export_circuit_id=dict(type="str", choices=["none", "haproxy"]),
+    pow=dict(type="dict", options=POW_SPEC),
+    intro_dos=dict(type="dict", options=INTRO_DOS_SPEC),
     extra_options=dict(type="dict"),
     authorized_clients=dict(type="list", elements="dict", options=CLIENT_SPEC),
 )

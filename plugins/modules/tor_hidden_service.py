@@ -115,6 +115,36 @@ options:
         description: As O(version).
         type: int
         choices: [3]
+      export_circuit_id:
+        description: As O(export_circuit_id).
+        type: str
+        choices: [none, haproxy]
+      pow:
+        description: As O(pow).
+        type: dict
+        suboptions:
+          enabled:
+            description: As O(pow.enabled).
+            type: bool
+          queue_rate:
+            description: As O(pow.queue_rate).
+            type: int
+          queue_burst:
+            description: As O(pow.queue_burst).
+            type: int
+      intro_dos:
+        description: As O(intro_dos).
+        type: dict
+        suboptions:
+          enabled:
+            description: As O(intro_dos.enabled).
+            type: bool
+          rate_per_sec:
+            description: As O(intro_dos.rate_per_sec).
+            type: int
+          burst_per_sec:
+            description: As O(intro_dos.burst_per_sec).
+            type: int
       extra_options:
         description: As O(extra_options).
         type: dict

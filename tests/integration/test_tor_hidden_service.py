@@ -257,7 +257,7 @@ def test_authorized_clients(tor, tmp_path):
     ({"ports": [{"port": 80}], "extra_options": {"ContactInfo": "x"}}, "another HiddenService* option"),
     ({"ports": []}, "at least one entry in ports"),
     ({"ports": [{"port": 80}], "num_intro_points": 99}, "between 3 and 20"),
-    ({"ports": [{"port": 80}], "extra_options": {"HiddenServicePoWQueueRate": "-5"}}, "tor says"),
+    ({"ports": [{"port": 80}], "extra_options": {"HiddenServiceOnionBalanceInstance": "1"}}, "tor says"),
     ({"ephemeral": True, "path": None, "ports": [{"port": 80}], "private_key": "ED25519-V3:bm90IGEga2V5"},
      "64-byte"),
     ({"ephemeral": True, "path": None, "ports": [{"port": 80}], "client_auth_v3": ["short"]}, "client public key"),

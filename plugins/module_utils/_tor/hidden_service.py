@@ -34,18 +34,44 @@ class ServiceConfigError(TorError, ValueError):
     """A service parameter that tor would refuse or that is unsafe."""
 
 
-# option name in tor, key in our dict, kind, default
+INT32_MAX = 2147483647
+
+# One row per service option: tor's name, our key ("group.key" for an option of a group such as
+# pow: the service holds {"pow": {"enabled": ..., ...}}), kind (int, bool or choice), tor's
+# default, limits ((min, max) of an int, the values of a choice; tor's, from hs_config.[ch]), and
+# the tor version that added it (None: every supported tor has it). The block, the drop-in, the
+# diff, the info module, the range checks and the capability check (capabilities.py) follow.
 OPTIONS = (
-    ("HiddenServiceVersion", "version", "int", 3),
-    ("HiddenServiceMaxStreams", "max_streams", "int", 0),
-    ("HiddenServiceMaxStreamsCloseCircuit", "max_streams_close_circuit", "bool", False),
-    ("HiddenServiceDirGroupReadable", "dir_group_readable", "bool", False),
-    ("HiddenServiceAllowUnknownPorts", "allow_unknown_ports", "bool", False),
-    ("HiddenServiceNumIntroductionPoints", "num_intro_points", "int", 3),
+    ("HiddenServiceVersion", "version", "int", 3, (3, 3), None),
+    ("HiddenServiceMaxStreams", "max_streams", "int", 0, (0, 65535), None),
+    ("HiddenServiceMaxStreamsCloseCircuit", "max_streams_close_circuit", "bool", False, None, None),
+    ("HiddenServiceDirGroupReadable", "dir_group_readable", "bool", False, None, None),
+    ("HiddenServiceAllowUnknownPorts", "allow_unknown_ports", "bool", False, None, None),
+    ("HiddenServiceNumIntroductionPoints", "num_intro_points", "int", 3, (3, 20), None),
+    ("HiddenServiceExportCircuitID", "export_circuit_id", "choice", "none", ("none", "haproxy"), "0.4.0.1-alpha"),
+    ("HiddenServiceEnableIntroDoSDefense", "intro_dos.enabled", "bool", False, None, "0.4.2.1-alpha"),
+    ("HiddenServiceEnableIntroDoSRatePerSec", "intro_dos.rate_per_sec", "int", 25, (0, INT32_MAX), "0.4.2.1-alpha"),
+    ("HiddenServiceEnableIntroDoSBurstPerSec", "intro_dos.burst_per_sec", "int", 200, (0, INT32_MAX),
+     "0.4.2.1-alpha"),
+    ("HiddenServicePoWDefensesEnabled", "pow.enabled", "bool", False, None, "0.4.8.1-alpha"),
+    ("HiddenServicePoWQueueRate", "pow.queue_rate", "int", 250, (0, INT32_MAX), "0.4.8.1-alpha"),
+    ("HiddenServicePoWQueueBurst", "pow.queue_burst", "int", 2500, (0, INT32_MAX), "0.4.8.1-alpha"),
 )
+# the groups and their members, in OPTIONS' order: {"pow": ["enabled", "queue_rate", ...], ...}
+GROUPS = {}
+for _row in OPTIONS:
+    if "." in _row[1]:
+        GROUPS.setdefault(_row[1].split(".")[0], []).append(_row[1].split(".")[1])
+# the options that need tor's pow module (tor --list-modules), besides a version
+NEEDS_MODULE = {"HiddenServicePoWDefensesEnabled": "pow"}
 _BY_TOR_NAME = dict((o[0].lower(), o) for o in OPTIONS)
 _EXTRA_KEY_RE = re.compile(r"^HiddenService[A-Za-z0-9]+\Z")
 _RESERVED = set(["hiddenservicedir", "hiddenserviceport"]) | set(_BY_TOR_NAME)
+# HiddenService* options that are tor-wide, not per service: in a service's block they would
+# change every service of the tor (and single-hop/non-anonymous mode ends the service side's anonymity)
+TOR_WIDE = {"hiddenservicesinglehopmode": "HiddenServiceSingleHopMode",
+            "hiddenservicenonanonymousmode": "HiddenServiceNonAnonymousMode",
+            "hiddenservicestatistics": "HiddenServiceStatistics"}
 DEFAULT_TARGET = "127.0.0.1"
 
 
@@ -132,12 +158,90 @@ def _as_bool(value):
     return str(value).strip().lower() in ("1", "true", "yes")
 
 
+def option_value(service, key):
+    """The value of an OPTIONS key ("max_streams", "pow.enabled") in a canonical service."""
+    if "." in key:
+        group, member = key.split(".")
+        return service[group][member]
+    return service[key]
+
+
+def _set_option(service, key, value):
+    if "." in key:
+        group, member = key.split(".")
+        service[group][member] = value
+    else:
+        service[key] = value
+
+
 def default_service(path):
     service = {"path": path, "ports": []}
-    for _tor, key, _kind, default in OPTIONS:
-        service[key] = default
+    for group in GROUPS:
+        service[group] = {}
+    for _tor, key, _kind, default, _limits, _since in OPTIONS:
+        _set_option(service, key, default)
     service["extra_options"] = {}
     return service
+
+
+def _typed(key, kind, limits, value):
+    """A parameter of an OPTIONS row -> its canonical value, or ServiceConfigError."""
+    if kind == "bool":
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+            raise ServiceConfigError("%s must be a boolean, got %r" % (key, value))
+        return text in ("1", "true", "yes", "on")
+    if kind == "choice":
+        if not isinstance(value, str) or value.lower() not in limits:
+            raise ServiceConfigError("%s must be one of %s, got %r" % (key, ", ".join(limits), value))
+        return value.lower()
+    try:
+        if isinstance(value, bool) or isinstance(value, float) and value != int(value):
+            raise ValueError
+        value = int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ServiceConfigError("%s must be an integer, got %r" % (key, value))
+    if key == "version" and value != 3:
+        raise ServiceConfigError("only version 3 onion services are supported (tor removed v2)")
+    low, high = limits
+    if not low <= value <= high:
+        raise ServiceConfigError("%s must be between %d and %d (tor's limits), got %d" % (key, low, high, value))
+    return value
+
+
+def _group_params(params, group):
+    value = params.get(group)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ServiceConfigError("%s must be a dict with the keys %s" % (group, ", ".join(GROUPS[group])))
+    unknown = sorted(k for k in value if k not in GROUPS[group])
+    if unknown:
+        raise ServiceConfigError("%s has no option %s (it takes %s)" % (group, ", ".join(unknown),
+                                                                       ", ".join(GROUPS[group])))
+    return value
+
+
+def _extra_key_refusal(key):
+    """Why an extra_options key is refused, or None."""
+    lkey = key.lower()
+    if lkey in TOR_WIDE:
+        return ("extra_options key %r is refused: %s is a tor-wide option, not one of a service: it would make "
+                "every onion service of this tor non-anonymous (single-hop circuits), and tor accepts it only "
+                "with HiddenServiceNonAnonymousMode 1, HiddenServiceSingleHopMode 1 and SocksPort 0 together "
+                "in torrc. Set it in torrc yourself if you mean it" % (key, TOR_WIDE[lkey])
+                if lkey != "hiddenservicestatistics" else
+                "extra_options key %r is refused: HiddenServiceStatistics is a tor-wide (relay) option, not one "
+                "of a service" % key)
+    if lkey in _BY_TOR_NAME:
+        return ("extra_options key %r must be another HiddenService* option: it has its own option, %s"
+                % (key, _BY_TOR_NAME[lkey][1]))
+    if not _EXTRA_KEY_RE.match(key) or lkey in _RESERVED:
+        return ("extra_options key %r must be another HiddenService* option (the ones with their own parameter "
+                "are not allowed here)" % key)
+    return None
 
 
 def normalize_service(params):
@@ -154,29 +258,25 @@ def normalize_service(params):
     service = default_service(path)
     ports = params.get("ports") or []
     service["ports"] = [normalize_port(p) for p in ports]
-    for _tor, key, kind, default in OPTIONS:
-        value = params.get(key)
+    groups = dict((group, _group_params(params, group)) for group in GROUPS)
+    for _tor, key, kind, _default, limits, _since in OPTIONS:
+        if "." in key:
+            group, member = key.split(".")
+            value = groups[group].get(member)
+        else:
+            value = params.get(key)
         if value is None:
             continue
-        if kind == "int":
-            try:
-                value = int(value)
-            except (TypeError, ValueError):
-                raise ServiceConfigError("%s must be an integer" % key)
-        else:
-            value = _as_bool(value)
-        service[key] = value
-    if service["version"] != 3:
-        raise ServiceConfigError("only version 3 onion services are supported (tor removed v2)")
-    if not 0 <= service["max_streams"] <= 65535:
-        raise ServiceConfigError("max_streams must be between 0 and 65535")
-    if not 3 <= service["num_intro_points"] <= 20:
-        raise ServiceConfigError("num_intro_points must be between 3 and 20 (tor's limits for v3 services)")
+        _set_option(service, key, _typed(key, kind, limits, value))
+    intro = service["intro_dos"]
+    if intro["rate_per_sec"] > intro["burst_per_sec"]:
+        raise ServiceConfigError("intro_dos.rate_per_sec (%d) must not be above intro_dos.burst_per_sec (%d): tor "
+                                 "refuses that" % (intro["rate_per_sec"], intro["burst_per_sec"]))
     extra = params.get("extra_options") or {}
     for key, value in extra.items():
-        if not _EXTRA_KEY_RE.match(key) or key.lower() in _RESERVED:
-            raise ServiceConfigError("extra_options key %r must be another HiddenService* option (the ones "
-                                     "with their own parameter are not allowed here)" % key)
+        refusal = _extra_key_refusal(key)
+        if refusal:
+            raise ServiceConfigError(refusal)
         values = value if isinstance(value, list) else [value]
         out = []
         for v in values:
@@ -206,8 +306,8 @@ def services_from_conf(pairs):
                 current["ports"].append(port_from_tor(value))
                 continue
             if lkey in _BY_TOR_NAME:
-                _tor, name, kind, _default = _BY_TOR_NAME[lkey]
-                current[name] = int(value) if kind == "int" else _as_bool(value)
+                _tor, name, kind, _default, _limits, _since = _BY_TOR_NAME[lkey]
+                _set_option(current, name, _from_tor(kind, value))
                 continue
         except ValueError:   # a value tor would never write ('', '\u00b2'): the peer is not tor
             raise ProtocolError("unexpected %s value %r" % (key, value[:80]))
@@ -215,15 +315,29 @@ def services_from_conf(pairs):
     return services
 
 
+def _from_tor(kind, value):
+    if kind == "int":
+        return int(value)
+    if kind == "choice":
+        if not value or not value.isalnum():
+            raise ValueError(value)
+        return value.lower()
+    return _as_bool(value)
+
+
+def _to_tor(kind, value):
+    return ("1" if value else "0") if kind == "bool" else str(value)
+
+
 def service_to_conf(service):
     """Canonical service -> ordered (option, value) pairs; defaults are left out."""
     pairs = [("HiddenServiceDir", service["path"])]
     for port in service["ports"]:
         pairs.append(("HiddenServicePort", port_to_tor(port)))
-    for tor_name, key, kind, default in OPTIONS:
-        value = service[key]
+    for tor_name, key, kind, default, _limits, _since in OPTIONS:
+        value = option_value(service, key)
         if value != default:
-            pairs.append((tor_name, ("1" if value else "0") if kind == "bool" else str(value)))
+            pairs.append((tor_name, _to_tor(kind, value)))
     for key in sorted(service["extra_options"]):
         for value in service["extra_options"][key]:
             pairs.append((key, value))
@@ -242,8 +356,8 @@ def block_to_conf(services):
 
 def config_view(service):
     """What to compare and show in a diff: the service without derived keys."""
-    keys = ["path", "ports"] + [o[1] for o in OPTIONS] + ["extra_options"]
-    return dict((k, service[k]) for k in keys if k in service)
+    keys = ["path", "ports"] + [o[1] for o in OPTIONS if "." not in o[1]] + sorted(GROUPS) + ["extra_options"]
+    return dict((k, dict(service[k]) if k in GROUPS else service[k]) for k in keys if k in service)
 
 
 # -- the managed drop-in file ------------------------------------------------------------------

@@ -137,7 +137,7 @@ def test_diff_and_port_change(runner, fake, tmp_path):
 def test_options_reach_tor(runner, fake, tmp_path):
     path = service_dir(tmp_path)
     result = create(runner, fake, tmp_path, max_streams=10, max_streams_close_circuit=True, num_intro_points=5,
-                    allow_unknown_ports=True, extra_options={"HiddenServiceExportCircuitID": "haproxy"})
+                    allow_unknown_ports=True, export_circuit_id="haproxy")
     assert fake.hs_block == [("HiddenServiceDir", path), ("HiddenServicePort", "80 127.0.0.1:8080"),
                              ("HiddenServiceMaxStreams", "10"), ("HiddenServiceMaxStreamsCloseCircuit", "1"),
                              ("HiddenServiceAllowUnknownPorts", "1"), ("HiddenServiceNumIntroductionPoints", "5"),
@@ -145,10 +145,10 @@ def test_options_reach_tor(runner, fake, tmp_path):
     service = result["service"]
     assert (service["max_streams"], service["max_streams_close_circuit"], service["num_intro_points"],
             service["allow_unknown_ports"]) == (10, True, 5, True)
-    assert service["extra_options"] == {"HiddenServiceExportCircuitID": ["haproxy"]}
+    assert service["export_circuit_id"] == "haproxy" and service["extra_options"] == {}
     assert create(runner, fake, tmp_path, max_streams=10, max_streams_close_circuit=True, num_intro_points=5,
                   allow_unknown_ports=True,
-                  extra_options={"HiddenServiceExportCircuitID": "haproxy"})["changed"] is False
+                  export_circuit_id="haproxy")["changed"] is False
 
 
 def test_other_services_are_kept(runner, fake, tmp_path):

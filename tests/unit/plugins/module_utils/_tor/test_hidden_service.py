@@ -66,14 +66,14 @@ def test_control_characters_refused_everywhere():
 def test_service_round_trip_through_conf():
     service = hs.normalize_service({"path": "/var/lib/tor/web/", "ports": [{"port": 80}, 443], "max_streams": 4,
                                     "allow_unknown_ports": True, "num_intro_points": 3,
-                                    "extra_options": {"HiddenServicePoWDefensesEnabled": True,
-                                                      "HiddenServiceExportCircuitID": "haproxy"}})
+                                    "export_circuit_id": "haproxy", "pow": {"enabled": True},
+                                    "extra_options": {"HiddenServiceOnionBalanceInstance": True}})
     assert service["path"] == "/var/lib/tor/web"
     conf = hs.service_to_conf(service)
     assert conf == [("HiddenServiceDir", "/var/lib/tor/web"), ("HiddenServicePort", "80 127.0.0.1:80"),
                     ("HiddenServicePort", "443 127.0.0.1:443"), ("HiddenServiceMaxStreams", "4"),
                     ("HiddenServiceAllowUnknownPorts", "1"), ("HiddenServiceExportCircuitID", "haproxy"),
-                    ("HiddenServicePoWDefensesEnabled", "1")]
+                    ("HiddenServicePoWDefensesEnabled", "1"), ("HiddenServiceOnionBalanceInstance", "1")]
     assert hs.services_from_conf(conf) == [service]
     assert hs.block_to_conf([]) == [("HiddenServiceDir", None)]
 
@@ -130,3 +130,71 @@ def test_torrc_parsing_includes_and_service_dirs(tmp_path):
     assert not hs.includes(str(torrc), str(drop))
     torrc.write_text("%%include %s/*.conf\n" % drop_dir)
     assert hs.includes(str(torrc), str(drop))
+
+
+# -- DoS defences: pow, intro_dos, export_circuit_id (issue 16) ------------------------------------
+def test_dos_defaults_are_tors_and_compare_equal_to_absent():
+    absent = hs.normalize_service({"path": "/a"})
+    assert absent["pow"] == {"enabled": False, "queue_rate": 250, "queue_burst": 2500}
+    assert absent["intro_dos"] == {"enabled": False, "rate_per_sec": 25, "burst_per_sec": 200}
+    assert absent["export_circuit_id"] == "none"
+    spelled = hs.normalize_service({"path": "/a", "export_circuit_id": "none",
+                                    "pow": {"enabled": False, "queue_rate": 250, "queue_burst": None},
+                                    "intro_dos": {"enabled": None, "rate_per_sec": 25, "burst_per_sec": 200}})
+    assert hs.config_view(spelled) == hs.config_view(absent)
+    assert hs.service_to_conf(spelled) == [("HiddenServiceDir", "/a")]
+
+
+def test_dos_round_trip_through_conf_and_drop_in():
+    service = hs.normalize_service({"path": "/a", "ports": [80], "pow": {"enabled": True, "queue_rate": 10},
+                                    "intro_dos": {"enabled": True, "rate_per_sec": 5, "burst_per_sec": 50},
+                                    "export_circuit_id": "haproxy"})
+    conf = hs.service_to_conf(service)
+    assert conf[2:] == [("HiddenServiceExportCircuitID", "haproxy"), ("HiddenServiceEnableIntroDoSDefense", "1"),
+                        ("HiddenServiceEnableIntroDoSRatePerSec", "5"), ("HiddenServiceEnableIntroDoSBurstPerSec", "50"),
+                        ("HiddenServicePoWDefensesEnabled", "1"), ("HiddenServicePoWQueueRate", "10")]
+    assert hs.services_from_conf(conf) == [service]
+    assert hs.parse_drop_in(hs.render_drop_in([service])) == [service]
+    # tor echoes an explicit default ("HiddenServicePoWQueueRate 250"): the same service
+    echoed = hs.services_from_conf([("HiddenServiceDir", "/a"), ("HiddenServicePoWQueueRate", "250"),
+                                    ("HiddenServiceExportCircuitID", "none")])
+    assert echoed == [hs.normalize_service({"path": "/a"})]
+    # the view returns copies of the groups
+    view = hs.config_view(service)
+    view["pow"]["enabled"] = False
+    assert service["pow"]["enabled"] is True
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"pow": {"queue_rate": -1}}, r"pow.queue_rate must be between 0 and 2147483647 \(tor's limits\), got -1"),
+    ({"pow": {"queue_burst": 2147483648}}, "pow.queue_burst must be between 0 and 2147483647"),
+    ({"pow": {"queue_rate": "fast"}}, "pow.queue_rate must be an integer, got 'fast'"),
+    ({"pow": {"queue_rate": 1.5}}, "pow.queue_rate must be an integer"),
+    ({"pow": {"enabled": "maybe"}}, "pow.enabled must be a boolean, got 'maybe'"),
+    ({"pow": {"effort": 1}}, "pow has no option effort"),
+    ({"pow": True}, "pow must be a dict with the keys enabled, queue_rate, queue_burst"),
+    ({"intro_dos": {"rate_per_sec": -1}}, "intro_dos.rate_per_sec must be between 0 and 2147483647"),
+    ({"intro_dos": {"burst_per_sec": 2 ** 31}}, "intro_dos.burst_per_sec must be between 0 and 2147483647"),
+    ({"intro_dos": {"rate_per_sec": 300}}, r"intro_dos.rate_per_sec \(300\) must not be above intro_dos.burst_per_sec \(200\)"),
+    ({"intro_dos": {"enabled": 2}}, "intro_dos.enabled must be a boolean"),
+    ({"export_circuit_id": "proxy"}, "export_circuit_id must be one of none, haproxy, got 'proxy'"),
+    ({"export_circuit_id": 1}, "export_circuit_id must be one of none, haproxy"),
+    ({"extra_options": {"HiddenServicePoWDefensesEnabled": 1}}, "it has its own option, pow.enabled"),
+    ({"extra_options": {"hiddenservicepowqueueburst": 1}}, "it has its own option, pow.queue_burst"),
+    ({"extra_options": {"HiddenServiceEnableIntroDoSRatePerSec": 1}}, "its own option, intro_dos.rate_per_sec"),
+    ({"extra_options": {"HiddenServiceExportCircuitID": "haproxy"}}, "its own option, export_circuit_id"),
+    ({"extra_options": {"HiddenServiceSingleHopMode": 1}}, "HiddenServiceSingleHopMode is a tor-wide option"),
+    ({"extra_options": {"HiddenServiceNonAnonymousMode": 1}}, "HiddenServiceNonAnonymousMode is a tor-wide option"),
+    ({"extra_options": {"HiddenServiceStatistics": 0}}, "tor-wide"),
+])
+def test_bad_dos_options_one_message(params, message):
+    with pytest.raises(hs.ServiceConfigError, match=message):
+        hs.normalize_service(dict({"path": "/a"}, **params))
+
+
+def test_dos_limits_are_inclusive():
+    top = hs.INT32_MAX
+    service = hs.normalize_service({"path": "/a", "pow": {"queue_rate": 0, "queue_burst": top},
+                                    "intro_dos": {"rate_per_sec": top, "burst_per_sec": top}})
+    assert service["pow"] == {"enabled": False, "queue_rate": 0, "queue_burst": top}
+    assert hs.normalize_service({"path": "/a", "intro_dos": {"rate_per_sec": 0, "burst_per_sec": 0}})

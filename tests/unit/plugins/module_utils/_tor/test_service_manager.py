@@ -150,7 +150,7 @@ def test_not_persisted():
 
 # -- the drop-in and torrc ------------------------------------------------------------------------
 def test_drop_in_text():
-    a = service("a", port=443, max_streams=5, extra_options={"HiddenServiceEnableIntroDoSDefense": True})
+    a = service("a", port=443, max_streams=5, intro_dos={"enabled": True})
     steps = sm.plan(state(), [a])
     assert steps.drop_in_text == (
         hs.DROP_IN_HEADER + '\nHiddenServiceDir "/var/lib/tor/a"\nHiddenServicePort 443 127.0.0.1:443\n'
