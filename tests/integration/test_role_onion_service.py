@@ -131,3 +131,100 @@ def test_service_dir_with_trailing_and_doubled_slashes(tor, tmp_path):
     plain = run_playbook(play(tor, tmp_path, services, onion_service_summary_file=str(tmp_path / "summary-1.yml")),
                          tmp_path)
     assert plain.rc == 0 and plain.stats["localhost"]["changed"] == 0, plain.output
+
+
+def tor_blocks(tor):
+    """tor's own options of each service, {directory name: {option: value}} (HiddenServicePort left out)."""
+    with connect(port=tor.control_port) as ctl:
+        lines = ctl.get_conf("HiddenServiceOptions")
+    out, current = {}, None
+    for key, value in lines:
+        if key == "HiddenServiceDir":
+            current = out.setdefault(os.path.basename(value), {})
+        elif key != "HiddenServicePort":
+            current[key] = value
+    return out
+
+
+def pow_on(block):
+    return block.get("HiddenServicePoWDefensesEnabled", "0") == "1"
+
+
+DOS_PROFILE = {"max_streams": 10, "intro_dos": {"enabled": True, "rate_per_sec": 30, "burst_per_sec": 90}}
+
+
+def test_dos_profile_inherited_and_overridden_pow_on_by_default(tor, tmp_path):
+    """Issue 16: every service inherits onion_service_defaults and the role's PoW default (this tor
+    has the pow module); a service's own options win key by key (deep merge): shop keeps PoW from
+    the default with its own queue rate, blog turns PoW off and sets its own stream limit."""
+    (tmp_path / "svc").mkdir(mode=0o700)
+    services = [{"name": "web", "ports": [{"port": 80}]},
+                {"name": "blog", "ports": [{"port": 80}], "options": {"pow": {"enabled": False}, "max_streams": 3}},
+                {"name": "shop", "ports": [{"port": 80}], "options": {"pow": {"queue_rate": 40},
+                                                                      "intro_dos": {"rate_per_sec": 5}}}]
+    first = run_playbook(play(tor, tmp_path, services, onion_service_defaults=DOS_PROFILE), tmp_path)
+    assert first.rc == 0, first.output
+    blocks = tor_blocks(tor)
+    assert sorted(blocks) == ["blog", "shop", "web"], blocks
+    web, blog, shop = blocks["web"], blocks["blog"], blocks["shop"]
+    assert pow_on(web) and web.get("HiddenServiceMaxStreams") == "10", web
+    assert (web.get("HiddenServiceEnableIntroDoSDefense"), web.get("HiddenServiceEnableIntroDoSRatePerSec"),
+            web.get("HiddenServiceEnableIntroDoSBurstPerSec")) == ("1", "30", "90"), web
+    assert not pow_on(blog) and blog.get("HiddenServiceMaxStreams") == "3", blog
+    assert blog.get("HiddenServiceEnableIntroDoSDefense") == "1", blog
+    assert pow_on(shop) and shop.get("HiddenServicePoWQueueRate") == "40", shop
+    assert (shop.get("HiddenServiceMaxStreams"), shop.get("HiddenServiceEnableIntroDoSRatePerSec"),
+            shop.get("HiddenServiceEnableIntroDoSBurstPerSec")) == ("10", "5", "90"), shop
+
+    again = run_playbook(play(tor, tmp_path, services, onion_service_defaults=DOS_PROFILE), tmp_path)
+    assert again.rc == 0 and again.stats["localhost"]["changed"] == 0, again.output
+
+
+def test_pow_default_turned_off(tor, tmp_path):
+    """onion_service_pow=false: the role adds no PoW (tor's default, off) and asks tor nothing; PoW
+    asked for in the profile still reaches tor."""
+    (tmp_path / "svc").mkdir(mode=0o700)
+    services = [{"name": "web", "ports": [{"port": 80}]}]
+    run = run_playbook(play(tor, tmp_path, services, onion_service_pow=False), tmp_path)
+    assert run.rc == 0, run.output
+    assert not pow_on(tor_blocks(tor)["web"])
+    assert not run.results("Whether tor can do proof of work (tor --list-modules), unless told", status="ok")
+
+    # the same service, PoW on from the role default: changed; then off again: changed back
+    on = run_playbook(play(tor, tmp_path, services), tmp_path)
+    assert on.rc == 0 and on.stats["localhost"]["changed"] >= 1, on.output
+    assert pow_on(tor_blocks(tor)["web"])
+    off = run_playbook(play(tor, tmp_path, services, onion_service_pow=False), tmp_path)
+    assert off.rc == 0, off.output
+    assert not pow_on(tor_blocks(tor)["web"])
+
+    explicit = run_playbook(play(tor, tmp_path, services, onion_service_pow=False,
+                                 onion_service_defaults={"pow": {"enabled": True, "queue_burst": 300}}), tmp_path)
+    assert explicit.rc == 0, explicit.output
+    web = tor_blocks(tor)["web"]
+    assert pow_on(web) and web.get("HiddenServicePoWQueueBurst") == "300", web
+
+
+def test_pow_default_left_off_where_tor_cannot(tor, tmp_path):
+    """A tor without the pow module (a `tor --list-modules` that says 'pow: no'), a tor too old to
+    know --list-modules (exit status 1), no tor program, or onion_service_pow_supported=false: the
+    role applies the services without PoW instead of failing."""
+    (tmp_path / "svc").mkdir(mode=0o700)
+    services = [{"name": "web", "ports": [{"port": 80}]}]
+    no_pow = tmp_path / "tor-no-pow"
+    no_pow.write_text("#!/bin/sh\nprintf 'relay: yes\\ndirauth: yes\\ndircache: yes\\npow: no\\n'\n")
+    old = tmp_path / "tor-old"
+    old.write_text("#!/bin/sh\necho '[warn] Command-line option --list-modules not recognized.' >&2\nexit 1\n")
+    for script in (no_pow, old):
+        script.chmod(0o755)
+    cases = [{"onion_service_tor_binary": str(no_pow)}, {"onion_service_tor_binary": str(old)},
+             {"onion_service_tor_binary": str(tmp_path / "no-such-tor")},
+             {"onion_service_pow_supported": False}]
+    for extra in cases:
+        run = run_playbook(play(tor, tmp_path, services, **extra), tmp_path)
+        assert run.rc == 0, (extra, run.output)
+        assert not pow_on(tor_blocks(tor)["web"]), extra
+    told = run_playbook(play(tor, tmp_path, services, onion_service_pow_supported=True,
+                             onion_service_tor_binary=str(no_pow)), tmp_path)
+    assert told.rc == 0, told.output
+    assert pow_on(tor_blocks(tor)["web"])
