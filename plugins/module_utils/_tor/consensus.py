@@ -112,6 +112,9 @@ _MD_BULK = re.compile("^(?:" + _MD_ENTRY + "|" + _OTHER_ENTRY + ")", re.M)
 _CHUNK = 96 * 1024  # characters of router entries handled per bulk step
 
 _HEX40 = re.compile(r"[0-9A-Fa-f]{40}\Z")
+_NICKNAME_RE = re.compile(_NICK + r"\Z")
+_DIGEST20_RE = re.compile(_B64 + r"{27}=?\Z")  # base64 of a 20-byte digest, '=' optional
+_DIGEST32_RE = re.compile(_B64 + r"{43}=?\Z")  # base64 of a 32-byte digest
 _VERSION_RE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+(?:\.[0-9]+)?(?:-\S*)?(?: \(\S*\))*\Z")
 _PROTO_NAME = re.compile(r"[A-Za-z0-9-]+\Z")
 _INT = re.compile(r"-?[0-9]+\Z")
@@ -758,7 +761,7 @@ def _dir_source(args):
     nickname, v3ident, hostname, address, dir_port, or_port = parts[:6]
     is_legacy = nickname.endswith("-legacy")
     base = nickname[:-7] if is_legacy else nickname
-    if not re.match(r"[A-Za-z0-9]{1,19}\Z", base):
+    if not _NICKNAME_RE.match(base):
         raise _FieldError("invalid authority nickname %r" % nickname)
     if not _HEX40.match(v3ident):
         raise _FieldError("authority identity must be 40 hex digits, got %r" % v3ident)
@@ -943,6 +946,7 @@ class _Routers(object):
                         "policies": self.polcache}
         self.fields = None
         self.builders = {}
+        self.build_row = None
         self.no_version = 0
         self.weight = 0
         self.want_flags = frozenset(flags) if flags else None
@@ -984,6 +988,12 @@ class _Routers(object):
         for value in values:
             if value not in ports:
                 ports[value] = None if value == "0" else int(value)
+
+    def row_builder(self):
+        """The function building one router from its values in _ENTRY_VALUES order."""
+        if self.build_row is None:
+            self.build_row = self.builder(_ENTRY_VALUES, True)[0]
+        return self.build_row
 
     def flag_entry(self, key):
         flags = _flags(key.lstrip(" \t"))
@@ -1181,8 +1191,9 @@ def _routers_iter(doc, st, start, end):
     text = doc.text
     pattern = _MD_FAST if doc.microdesc else _NS_FAST
     pick = _PICK[pattern]
-    build = st.builder(_ENTRY_VALUES, True)[0]
+    build = st.row_builder()
     scache, vcache, pcache, polcache, dates = st.scache, st.vcache, st.pcache, st.polcache, st.dates
+    ports = st.lookups["ports"]
     pos = start
     m = None
     field = None
@@ -1192,7 +1203,7 @@ def _routers_iter(doc, st, start, end):
                 _routers_general(doc, st, pos, m.start())
             pos = m.end()
             values = pick(m.groups() + (None,))
-            nick, ident, _dig, date, _tm, _addr, _orp, _dirp, _alines, sg, vg, prg, _unm, polg, bwg = values
+            nick, ident, _dig, date, _tm, _addr, orp, dirp, _alines, sg, vg, prg, _unm, polg, bwg = values
             if date not in dates:
                 field = "date"
                 _check_date(date)
@@ -1213,7 +1224,8 @@ def _routers_iter(doc, st, start, end):
             bw = None if bwg is None else int(bwg)
             _account(st, sg, ve, bw)
             if _wanted(st, se, bw, ident, nick):
-                st.add_ports(values[6:8])
+                if orp not in ports or dirp not in ports:
+                    st.add_ports((orp, dirp))
                 st.kept.append(build(values[:-1] + (bw,) + _GENERAL_ONLY))
     except _FieldError as exc:
         where = m.start(field) if field is not None and m.start(field) >= 0 else m.start()
@@ -1265,7 +1277,7 @@ def _router_entry(doc, st, items):
     _account(st, values["s"], ve, values["bw"])
     if _wanted(st, se, values["bw"], values["ident"], values["nick"]):
         st.add_ports((values["or_port"], values["dir_port"]))
-        st.kept.append(st.builder(_ENTRY_VALUES, True)[0](tuple(map(values.get, _ENTRY_VALUES))))
+        st.kept.append(st.row_builder()(tuple(map(values.get, _ENTRY_VALUES))))
 
 
 def _entry_lines(doc, items):
@@ -1305,10 +1317,10 @@ def _entry_r_line(doc, lines):
         parts.insert(2, None)
     nick, ident, dig, date, tm, addr, orp, dirp = parts[:8]
     try:
-        if not re.match(r"[A-Za-z0-9]{1,19}\Z", nick):
+        if not _NICKNAME_RE.match(nick):
             raise _FieldError("invalid nickname %r" % nick)
         for value, what in ((ident, "identity"), (dig, "digest")):
-            if value is not None and not re.match(_B64 + r"{27}=?\Z", value):
+            if value is not None and not _DIGEST20_RE.match(value):
                 raise _FieldError("%s %r is not 27 base64 characters (a 20-byte digest)" % (what, value))
         _timestamp(date + " " + tm)
         if not _dirdoc.valid_ipv4(addr):
@@ -1328,9 +1340,10 @@ def _entry_other_lines(doc, st, lines, values):
     only this path reads); returns the entry's flag and version cache entries."""
     current = None
     try:
-        for current, args in lines.get("a", ()):
-            _or_address(args)
-        values["alines"] = "".join("a %s\n" % args for _line, args in lines.get("a", ()))
+        if "a" in lines:
+            for current, args in lines["a"]:
+                _or_address(args)
+            values["alines"] = "".join("a %s\n" % args for _line, args in lines["a"])
         current, s_args = lines["s"][0]
         values["s"] = skey = " " + s_args if s_args else ""
         se = st.scache.get(skey) or st.flag_entry(skey)
@@ -1368,7 +1381,7 @@ def _entry_m_lines(doc, lines, values):
         values["m_hashes"] = []
     if doc.microdesc:
         lineno, mdigest = lines["m"][0]
-        if not re.match(_B64 + r"{43}=?\Z", mdigest):
+        if not _DIGEST32_RE.match(mdigest):
             raise _FieldError("microdescriptor digest %r is not 43 base64 characters" % mdigest, lineno)
         values["digest"] = mdigest.rstrip("=")
     elif "m" in lines:
