@@ -67,6 +67,9 @@ options:
         but come last under attack.
       - Costs clients CPU time only while the service suggests an effort above 0 (under load); the service
         verifies solutions cheaply. A tor that lacks the option or the module is refused before anything changes.
+      - For an ephemeral service (O(onionlab.tor.tor_hidden_service#module:ephemeral=true)) the same group is sent
+        with C(ADD_ONION)'s C(PoWDefensesEnabled=), C(PoWQueueRate=) and C(PoWQueueBurst=), which need tor
+        0.4.9.2-alpha or later (the module records them, tor does not report them).
       - Omitted members are tor's defaults.
     type: dict
     suboptions:
@@ -91,6 +94,7 @@ options:
         to let at most this many introductions per second through to it. It protects the service's tor and the
         network from a flood of rendezvous circuits, but legitimate clients are limited just the same: under a
         flood most of them are refused at the introduction point. Consider O(pow) first.
+      - Persistent services only (C(ADD_ONION) has no keyword for it), as O(export_circuit_id).
       - Omitted members are tor's defaults.
     type: dict
     suboptions:

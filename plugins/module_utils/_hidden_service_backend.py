@@ -35,13 +35,21 @@ def _clients(params):
     return [{"name": c["name"], "public_key": c.get("public_key")} for c in clients]
 
 
+# options of a persistent service that ADD_ONION has no keyword for
+NOT_EPHEMERAL = ("intro_dos", "export_circuit_id")
+
+
 def ephemeral(ctl, p, check_mode):
     """ADD_ONION or DEL_ONION: service_manager.apply_ephemeral's result."""
+    for name in NOT_EPHEMERAL:
+        if p.get(name) is not None:
+            raise ParameterError("%s is not available for an ephemeral service (ADD_ONION has no keyword for it); "
+                                 "use a persistent service (path)" % name)
     return sm.apply_ephemeral(
         ctl, p["state"], ports=p["ports"], private_key=p["private_key"], service_id=p["service_id"],
         max_streams=p["max_streams"], client_auth_v3=p["client_auth_v3"] or [],
         discard_pk=p["discard_pk"] or not p["return_private_key"], check_mode=check_mode,
-        lock_timeout=p["lock_timeout"])
+        lock_timeout=p["lock_timeout"], pow_options=p.get("pow"))
 
 
 def persistent_manager(ctl, p, check_mode):

@@ -340,6 +340,21 @@ generated_clients:
     auth_private:
       description: The client's C(.auth_private) line.
       type: str
+tor:
+  description: What the services depend on tor-wide.
+  returned: success
+  type: dict
+  contains:
+    version:
+      description: The version of the tor the module talked to.
+      type: str
+      sample: 0.4.9.11
+    non_anonymous:
+      description:
+        - Whether that tor runs with C(HiddenServiceNonAnonymousMode 1), so that every one of its onion services
+          is single-hop and B(not anonymous) (its location is not hidden). Set in torrc, never by this module.
+      type: bool
+      sample: false
 purged:
   description: Service directories deleted because of O(purge=true).
   returned: success
@@ -366,7 +381,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_m
 
 def _ephemeral_result(module, result, out):
     p = module.params
-    result.update(changed=out["changed"], service=out["service"],
+    result.update(changed=out["changed"], service=out["service"], tor=out["tor"],
                   onion_address=(out["service"] or {}).get("onion_address"))
     if out["private_key"] and p["return_private_key"]:
         result["private_key"] = out["private_key"]
@@ -423,6 +438,7 @@ def main():
                 _ephemeral_result(module, result, backend.ephemeral(ctl, p, module.check_mode))
                 module.exit_json(**result)
             manager = backend.persistent_manager(ctl, p, module.check_mode)
+            result["tor"] = manager.facts.summary()
             if p["services"] is not None:
                 out = backend.services_list(manager, p)
                 result["services"] = out["services"]

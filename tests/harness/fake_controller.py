@@ -15,8 +15,13 @@ connections the way tor does, so that a module can be run twice and find what th
   tor, setting any HiddenService* option replaces the whole block, a bare HiddenServiceDir clears
   it, and a service directory without a key gets one, with its hostname file, like tor writes them;
 * SETEVENTS (only WARN events are ever sent: ``setconf_warnings`` while refusing a SETCONF);
-* ADD_ONION / DEL_ONION over ``onions`` (service id -> what was asked), NEW keys generated,
-  PrivateKey returned unless DiscardPK, onions not detached dropped with their connection.
+* ADD_ONION / DEL_ONION over ``onions`` (service id -> what was asked, PoW* keywords in "pow" unless
+  ``add_onion_pow`` is false as before tor 0.4.9.2-alpha), NEW keys generated, PrivateKey returned
+  unless DiscardPK, onions not detached dropped with their connection;
+* GETINFO config/names lists the options it knows (less ``unknown_options``) unless ``info`` has it.
+
+``pretend_version("0.4.7.16")`` makes it a tor of before PoW (no HiddenServicePoW* options, no ADD_ONION
+PoW keywords).
 
 ``refuse(command, code, message, times=None)`` makes tor answer a command with an error (every
 time, or the next ``times`` times). Each command line received is kept in ``received``; a fault
@@ -42,8 +47,11 @@ HS_OPTIONS = ("HiddenServiceDir", "HiddenServicePort", "HiddenServiceVersion", "
               "HiddenServiceMaxStreamsCloseCircuit", "HiddenServiceDirGroupReadable",
               "HiddenServiceAllowUnknownPorts", "HiddenServiceNumIntroductionPoints",
               "HiddenServiceExportCircuitID", "HiddenServiceEnableIntroDoSDefense",
+              "HiddenServiceEnableIntroDoSRatePerSec", "HiddenServiceEnableIntroDoSBurstPerSec",
               "HiddenServiceOnionBalanceInstance", "HiddenServicePoWDefensesEnabled",
+              "HiddenServicePoWQueueRate", "HiddenServicePoWQueueBurst",
               "HiddenServiceSingleHopMode", "HiddenServiceNonAnonymousMode")
+POW_OPTIONS = ("HiddenServicePoWDefensesEnabled", "HiddenServicePoWQueueRate", "HiddenServicePoWQueueBurst")
 SIMPLE_OPTIONS = ("DataDirectory", "User", "AccountingMax", "AccountingRule", "AccountingStart",
                   "BandwidthRate", "BandwidthBurst", "RelayBandwidthRate", "RelayBandwidthBurst",
                   "MaxAdvertisedBandwidth", "SocksPort", "DisableNetwork")
@@ -189,6 +197,7 @@ class FakeController(object):
         self.conf = {"DataDirectory": [data_dir], "User": []}
         self.hs_block = []
         self.unknown_options = set()   # options this (older) tor does not know: 552 for them
+        self.add_onion_pow = True      # ADD_ONION takes PoW* keywords (tor 0.4.9.2-alpha and later)
         self.onions = {}
         self.events = set()
         self.setconf_warnings = []
@@ -210,6 +219,15 @@ class FakeController(object):
         self._thread = threading.Thread(target=self._serve, daemon=True)
 
     # -- test-side helpers --------------------------------------------------------------------
+    def pretend_version(self, version):
+        """A tor of that version: before 0.4.8.1-alpha without the HiddenServicePoW* options, before
+        0.4.9.2-alpha without ADD_ONION's PoW keywords."""
+        self.info["version"] = version
+        numbers = tuple(int(n) for n in version.split("-")[0].split(".")[:4])
+        if numbers < (0, 4, 8, 1):
+            self.unknown_options |= set(POW_OPTIONS)
+        self.add_onion_pow = numbers >= (0, 4, 9, 2)
+
     def refuse(self, command, code, message, times=None):
         """Answer `command` (e.g. 'SETCONF', 'ADD_ONION') with `code message`; `times` None: always."""
         self._refusals[command.upper()] = [code, message, times]
@@ -345,6 +363,9 @@ class FakeController(object):
             return "\n".join(s for s, o in self.onions.items() if o["owner"] == state["number"] and not o["detached"])
         if key == "onions/detached":
             return "\n".join(s for s, o in self.onions.items() if o["detached"])
+        if key == "config/names" and key not in self.info:
+            return "\n".join("%s %s" % (n, "Dependent" if n.startswith("HiddenService") else "String")
+                             for n in HS_OPTIONS + SIMPLE_OPTIONS if n not in self.unknown_options)
         if key not in self.info:
             raise _Refused("552", 'Unrecognized key "%s"' % key)
         value = self.info[key]
@@ -457,10 +478,14 @@ class FakeController(object):
         if not args or ":" not in args[0]:
             return ["512 Missing argument to ADD_ONION"]
         key_type, key_blob = args[0].split(":", 1)
-        flags, ports, client_auth, max_streams = [], [], [], None
+        flags, ports, client_auth, max_streams, pow_args = [], [], [], None, {}
         for arg in args[1:]:
             name, _eq, value = arg.partition("=")
-            if name == "Flags":
+            if name in ("PoWDefensesEnabled", "PoWQueueRate", "PoWQueueBurst") and self.add_onion_pow:
+                if not value.isdigit() or (name == "PoWDefensesEnabled" and value not in ("0", "1")):
+                    return ["512 Invalid %s" % name]
+                pow_args[name] = int(value)
+            elif name == "Flags":
                 flags = value.split(",")
             elif name == "Port":
                 ports.append(value)
@@ -493,7 +518,7 @@ class FakeController(object):
             return ["550 Onion address collision"]
         self.onions[sid] = {"detached": "Detach" in flags, "ports": ports, "key": expanded,
                             "owner": state["number"], "max_streams": max_streams,
-                            "client_auth_v3": client_auth, "flags": flags}
+                            "client_auth_v3": client_auth, "flags": flags, "pow": pow_args}
         lines = ["250-ServiceID=%s" % sid]
         if generated and "DiscardPK" not in flags:
             lines.append("250-PrivateKey=%s" % onion.key_blob(expanded))

@@ -159,10 +159,11 @@ class Controller(object):
 
     # -- onion services --------------------------------------------------------------------
     def add_onion(self, ports, key_type="NEW", key_blob="ED25519-V3", flags=(), max_streams=None,
-                  client_auth_v3=()):
+                  client_auth_v3=(), pow_defenses_enabled=None, pow_queue_rate=None, pow_queue_burst=None):
         """ADD_ONION. ports: list of (virtual port, target or None). Returns
         {'service_id': ..., 'private_key': 'ED25519-V3:...' or None}. The key blob is a secret:
-        it is never put into an error message."""
+        it is never put into an error message. pow_*: PoWDefensesEnabled=, PoWQueueRate=,
+        PoWQueueBurst= (tor 0.4.9.2-alpha and later), each sent only when not None."""
         check_token(key_type, "key type")
         try:
             check_token(key_blob, "key")
@@ -179,6 +180,12 @@ class Controller(object):
             args.append("Flags=" + ",".join(flags))
         if max_streams is not None:
             args.append("MaxStreams=%d" % _integer(max_streams, "MaxStreams"))
+        if pow_defenses_enabled is not None:
+            args.append("PoWDefensesEnabled=%d" % (1 if pow_defenses_enabled else 0))
+        if pow_queue_rate is not None:
+            args.append("PoWQueueRate=%d" % _integer(pow_queue_rate, "PoWQueueRate"))
+        if pow_queue_burst is not None:
+            args.append("PoWQueueBurst=%d" % _integer(pow_queue_burst, "PoWQueueBurst"))
         if not ports:
             raise UnsafeValue("ADD_ONION needs at least one port")
         for virt, target in ports:

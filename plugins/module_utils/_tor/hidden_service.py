@@ -65,6 +65,7 @@ for _row in OPTIONS:
 # the options that need tor's pow module (tor --list-modules), besides a version
 NEEDS_MODULE = {"HiddenServicePoWDefensesEnabled": "pow"}
 _BY_TOR_NAME = dict((o[0].lower(), o) for o in OPTIONS)
+_BY_KEY = dict((o[1], o) for o in OPTIONS)
 _EXTRA_KEY_RE = re.compile(r"^HiddenService[A-Za-z0-9]+\Z")
 _RESERVED = set(["hiddenservicedir", "hiddenserviceport"]) | set(_BY_TOR_NAME)
 # HiddenService* options that are tor-wide, not per service: in a service's block they would
@@ -222,6 +223,17 @@ def _group_params(params, group):
         raise ServiceConfigError("%s has no option %s (it takes %s)" % (group, ", ".join(unknown),
                                                                        ", ".join(GROUPS[group])))
     return value
+
+
+def normalize_group(group, value):
+    """One option group's parameter (a dict, or None) -> the whole group, tor's defaults filled in."""
+    params = _group_params({group: value}, group)
+    out = dict(default_service("/")[group])
+    for member in GROUPS[group]:
+        if params.get(member) is not None:
+            _tor, key, kind, _default, limits, _since = _BY_KEY[group + "." + member]
+            out[member] = _typed(key, kind, limits, params[member])
+    return out
 
 
 def _extra_key_refusal(key):

@@ -23,6 +23,7 @@ import shutil
 import stat
 import time
 
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import capabilities
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.lock import DEFAULT_TIMEOUT, TorLock
@@ -65,8 +66,10 @@ class TorFacts(object):
             self.uid = None
         self.user = info.get("process/user") or None
         self.version = info.get("version")
-        conf = ctl.get_conf_map("DataDirectory", "User")
+        conf = ctl.get_conf_map("DataDirectory", "User", "HiddenServiceNonAnonymousMode")
         self.data_dir = (conf.get("DataDirectory") or [None])[0]
+        # tor-wide: every onion service of this tor is non-anonymous (single-hop); reported, never set here
+        self.non_anonymous = (conf.get("HiddenServiceNonAnonymousMode") or ["0"])[0] == "1"
         configured_user = (conf.get("User") or [None])[0]
         if configured_user:
             self.user = configured_user
@@ -83,6 +86,10 @@ class TorFacts(object):
                 self.gid = None
         else:
             self.gid = None
+
+    def summary(self):
+        """The module results' `tor`: what the services depend on tor-wide."""
+        return {"version": self.version, "non_anonymous": self.non_anonymous}
 
 
 # -- reading ------------------------------------------------------------------------------------
@@ -131,11 +138,11 @@ def list_services(ctl, facts=None):
     result = [describe_persistent(s) for s in persistent]
     for kind in ("detached", "current"):
         for sid in onions[kind]:
-            known = record.get(sid) or {}
+            known = _recorded_view(record.get(sid)) or {}
             result.append({"type": "ephemeral", "service_id": sid, "onion_address": sid + ".onion",
                            "detached": kind == "detached", "ports": known.get("ports"),
                            "max_streams": known.get("max_streams"),
-                           "client_auth_v3": known.get("client_auth_v3")})
+                           "client_auth_v3": known.get("client_auth_v3"), "pow": known.get("pow")})
     return result
 
 
@@ -532,6 +539,8 @@ class PersistentManager(object):
         from what tor holds then (up to RACE_ATTEMPTS times), and otherwise fails saying so."""
         request = dict(desired=desired, absent=absent, exclusive=exclusive, purge=purge, clients=clients,
                        keys=keys, prune=prune)
+        if capabilities.needs_check(desired):   # before anything, check mode too: nothing half-applied
+            capabilities.Capabilities.read(self.ctl, self.facts.version).check_services(desired)
         if self.check_mode:
             return self._apply_once(request)
         with tor_lock(self.ctl, self.facts, self.lock_timeout):
@@ -735,35 +744,49 @@ class PersistentManager(object):
 
 
 # -- ephemeral services ------------------------------------------------------------------------
-def _ephemeral_view(ports, max_streams, client_auth):
-    return {"ports": ports, "max_streams": max_streams, "client_auth_v3": sorted(client_auth)}
+def _ephemeral_view(ports, max_streams, client_auth, pow_options=None):
+    return {"ports": ports, "max_streams": max_streams, "client_auth_v3": sorted(client_auth),
+            "pow": hs.normalize_group("pow", pow_options)}
+
+
+def _recorded_view(view):
+    """A view from the record; one written before pow existed had tor's default."""
+    if not isinstance(view, dict):
+        return view
+    return dict(view, pow=view.get("pow") or capabilities.default_pow())
 
 
 def _describe_ephemeral(sid, view):
     return {"type": "ephemeral", "service_id": sid, "onion_address": sid + ".onion", "detached": True,
             "ports": view["ports"] if view else None, "max_streams": view["max_streams"] if view else None,
-            "client_auth_v3": view["client_auth_v3"] if view else None}
+            "client_auth_v3": view["client_auth_v3"] if view else None, "pow": view["pow"] if view else None}
 
 
 def apply_ephemeral(ctl, state, check_mode=False, lock_timeout=DEFAULT_TIMEOUT, **options):
     """Create (ADD_ONION, always detached) or remove (DEL_ONION) an ephemeral service.
-    options: ports, private_key, service_id, max_streams, client_auth_v3, discard_pk.
+    options: ports, private_key, service_id, max_streams, client_auth_v3, discard_pk, pow_options (the
+    pow group: ADD_ONION's PoW keywords, tor 0.4.9.2-alpha and later; checked before anything).
 
     Returns {'changed', 'service', 'private_key' (only a key tor generated), 'diff'}. A change
     holds the tor's lock: the record of configurations in the DataDirectory is a
     read-modify-write shared with every other run."""
     facts = TorFacts(ctl)
+    wanted_pow = hs.normalize_group("pow", options.get("pow_options"))
+    if state != "absent" and wanted_pow != capabilities.default_pow():   # before anything, check mode too
+        capabilities.Capabilities.read(ctl, facts.version).check_add_onion_pow(wanted_pow)
     if check_mode:
-        return _apply_ephemeral(ctl, facts, state, check_mode=True, **options)
-    with tor_lock(ctl, facts, lock_timeout):
-        return _apply_ephemeral(ctl, facts, state, **options)
+        out = _apply_ephemeral(ctl, facts, state, check_mode=True, **options)
+    else:
+        with tor_lock(ctl, facts, lock_timeout):
+            out = _apply_ephemeral(ctl, facts, state, **options)
+    return dict(out, tor=facts.summary())
 
 
 def _apply_ephemeral(ctl, facts, state, check_mode=False, **options):
     record = hs.read_ephemeral_record(facts.data_dir) if facts.data_dir else {}
     onions = ctl.list_onions()
     running = set(onions["detached"]) | set(onions["current"])
-    record = dict((sid, view) for sid, view in record.items() if sid in running)
+    record = dict((sid, _recorded_view(view)) for sid, view in record.items() if sid in running)
     steps = plan_ephemeral(record, running, state, **options)
     if check_mode or steps.action is None:
         return steps.result
@@ -800,9 +823,10 @@ class EphemeralPlan(object):
 
 
 def plan_ephemeral(record, running, state, ports=None, private_key=None, service_id=None, max_streams=None,
-                   client_auth_v3=(), discard_pk=False):
+                   client_auth_v3=(), discard_pk=False, pow_options=None):
     """An EphemeralPlan from the record of configurations ({service id: view} of the running
     services) and the ids tor runs, or a ServiceError (an OnionKeyError for a bad key)."""
+    record = dict((sid, _recorded_view(view)) for sid, view in record.items())
     if private_key is not None:
         sid_of_key = onion.service_id_of_key(private_key)
         if service_id and service_id != sid_of_key:
@@ -819,7 +843,7 @@ def plan_ephemeral(record, running, state, ports=None, private_key=None, service
                              {"changed": present, "service": None, "private_key": None,
                               "diff": {"before": before, "after": {}}})
     view = _ephemeral_view([hs.normalize_port(p) for p in ports or []], max_streams,
-                           [onion.check_client_public_key(k) for k in client_auth_v3 or []])
+                           [onion.check_client_public_key(k) for k in client_auth_v3 or []], pow_options)
     if not view["ports"]:
         raise ServiceError("an ephemeral service needs at least one port")
     if service_id is not None and private_key is None:
@@ -846,9 +870,13 @@ def _add_onion(ctl, steps):
     configuration: tor has no way to change it in place); a refused change must not cost the
     running service: its old configuration is added back. Returns tor's reply."""
     def add(view):
+        pow_options = view.get("pow") or capabilities.default_pow()
+        pow_args = {} if pow_options == capabilities.default_pow() else dict(
+            pow_defenses_enabled=pow_options["enabled"], pow_queue_rate=pow_options["queue_rate"],
+            pow_queue_burst=pow_options["queue_burst"])   # only sent when asked for: older tors refuse them
         return ctl.add_onion([(p["port"], hs.port_to_add_onion(p).split(",", 1)[1]) for p in view["ports"]],
                              key_type=steps.key_type, key_blob=steps.key_blob, flags=steps.flags,
-                             max_streams=view["max_streams"], client_auth_v3=view["client_auth_v3"])
+                             max_streams=view["max_streams"], client_auth_v3=view["client_auth_v3"], **pow_args)
 
     if steps.replace:
         ctl.del_onion(steps.service_id)

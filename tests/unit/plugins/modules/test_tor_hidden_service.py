@@ -409,7 +409,8 @@ def test_ephemeral_generated_key(runner, fake, tmp_path):
     assert fake.onions[new_sid]["key"] == onion.parse_key_blob(shown["private_key"])
     assert shown["service"] == {"type": "ephemeral", "service_id": new_sid, "onion_address": new_sid + ".onion",
                                 "detached": True, "max_streams": None, "client_auth_v3": [],
-                                "ports": [{"port": 80, "target_address": "127.0.0.1", "target_port": 8080}]}
+                                "ports": [{"port": 80, "target_address": "127.0.0.1", "target_port": 8080}],
+                                "pow": {"enabled": False, "queue_rate": 250, "queue_burst": 2500}}
     assert fake.onions[new_sid]["ports"] == ["80,127.0.0.1:8080"]
 
 

@@ -17,7 +17,8 @@ CLIENT_PUBLIC = onion.generate_client_keypair()[1]
 PERSISTENT_KEYS = {"type", "path", "ports", "onion_address", "authorized_clients", "version", "max_streams",
                    "max_streams_close_circuit", "dir_group_readable", "allow_unknown_ports", "num_intro_points",
                    "export_circuit_id", "pow", "intro_dos", "extra_options"}
-EPHEMERAL_KEYS = {"type", "service_id", "onion_address", "detached", "ports", "max_streams", "client_auth_v3"}
+EPHEMERAL_KEYS = {"type", "service_id", "onion_address", "detached", "ports", "max_streams", "client_auth_v3",
+                  "pow"}
 
 
 def hostname(path):
@@ -60,9 +61,10 @@ def test_persistent_and_ephemeral(runner, fake, tmp_path):
     ours = [s for s in listed if s.get("service_id") == KEY_SID][0]
     assert ours == {"type": "ephemeral", "service_id": KEY_SID, "onion_address": KEY_SID + ".onion",
                     "detached": True, "max_streams": None, "client_auth_v3": [],
-                    "ports": [{"port": 443, "target_address": "unix:/run/web.sock", "target_port": None}]}
+                    "ports": [{"port": 443, "target_address": "unix:/run/web.sock", "target_port": None}],
+                    "pow": {"enabled": False, "queue_rate": 250, "queue_burst": 2500}}
     theirs = [s for s in listed if s.get("service_id") == stranger][0]
-    assert theirs["detached"] is True and theirs["ports"] is None
+    assert theirs["detached"] is True and theirs["ports"] is None and theirs["pow"] is None
     # once the foreign key exists, its address is read like any other
     write_service_keys(foreign)
     again = runner.ok(module, control_port=fake.port)["hidden_services"]

@@ -301,13 +301,15 @@ def test_client_name_refused(name):
 KEY_BLOB = onion.key_blob(KEY)
 SID = onion.service_id_of_key(KEY_BLOB)
 PORTS = [{"port": 80}]
+# a record written before pow existed: read as tor's default
 VIEW = {"ports": [{"port": 80, "target_address": "127.0.0.1", "target_port": 80}], "max_streams": None,
         "client_auth_v3": []}
+DEFAULT_POW = {"enabled": False, "queue_rate": 250, "queue_burst": 2500}
 
 
 def test_ephemeral_new_with_a_generated_key():
     steps = sm.plan_ephemeral({}, set(), "present", ports=PORTS, discard_pk=True)
-    assert steps.action == "add" and not steps.replace and steps.view == VIEW
+    assert steps.action == "add" and not steps.replace and steps.view == dict(VIEW, pow=DEFAULT_POW)
     assert (steps.key_type, steps.key_blob) == ("NEW", "ED25519-V3") and steps.flags == ["Detach", "DiscardPK"]
     assert steps.result["service"] is None and steps.result["diff"]["after"]["service_id"] == "(new)"
 
@@ -322,7 +324,7 @@ def test_ephemeral_unchanged_and_replaced():
     same = sm.plan_ephemeral({SID: VIEW}, {SID}, "present", ports=PORTS, private_key=KEY_BLOB)
     assert same.action is None and same.result["changed"] is False
     changed = sm.plan_ephemeral({SID: VIEW}, {SID}, "present", ports=[{"port": 443}], private_key=KEY_BLOB)
-    assert changed.action == "add" and changed.replace and changed.old_view == VIEW
+    assert changed.action == "add" and changed.replace and changed.old_view == dict(VIEW, pow=DEFAULT_POW)
     assert changed.result["diff"]["before"]["ports"] == VIEW["ports"]
 
 
