@@ -12,9 +12,8 @@ runs, proved from outside the module.
   PoW on/off by the line appearing in / leaving a newly published descriptor.
 * The intro-point DoS defence travels to the intro points in ESTABLISH_INTRO (the DoS extension),
   never in the descriptor: proved by tor's own config, as issue 16 allows.
-
-Until the module's named ``pow`` / ``intro_dos`` options exist the same tor options go through
-``extra_options``; the tests use the named options as soon as the module has them.
+* Ephemeral services (ADD_ONION's PoWDefensesEnabled=/PoWQueueRate=/PoWQueueBurst=, tor
+  0.4.9.2-alpha and later): the same descriptor check through ``hs/service/desc/id`` and a client.
 """
 
 import base64
@@ -25,7 +24,7 @@ import time
 
 import pytest
 
-from ansible_collections.onionlab.tor.plugins.module_utils import _hidden_service_args as hs_args
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import client as tor_client
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from harness.ansible_run import run_playbook
 from harness.fixtures import fetch_onion
@@ -35,7 +34,6 @@ pytest.importorskip('cryptography')  # Stem decrypts the layers with it
 
 FETCH_DEADLINE = float(os.environ.get('ONIONLAB_FETCH_DEADLINE', '60'))
 REPUBLISH_DEADLINE = float(os.environ.get('ONIONLAB_REPUBLISH_DEADLINE', '60'))
-NAMED = 'pow' in hs_args.SERVICE_OPTIONS  # the module's named options have landed
 POW_PARAMS = re.compile(r'^pow-params v1 (\S+) (\d+) (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)$', re.M)
 
 
@@ -44,27 +42,13 @@ def _say(msg):
 
 
 def _dos(pow=None, intro_dos=None):
-    """The module options of a service with these defences, named or through extra_options."""
-    if NAMED:
-        out = {}
-        if pow is not None:
-            out['pow'] = pow
-        if intro_dos is not None:
-            out['intro_dos'] = intro_dos
-        return out
-    extra = {}
-    if pow is not None and pow.get('enabled'):
-        extra['HiddenServicePoWDefensesEnabled'] = 1
-        for key, tor in (('queue_rate', 'HiddenServicePoWQueueRate'), ('queue_burst', 'HiddenServicePoWQueueBurst')):
-            if key in pow:
-                extra[tor] = pow[key]
-    if intro_dos is not None and intro_dos.get('enabled'):
-        extra['HiddenServiceEnableIntroDoSDefense'] = 1
-        for key, tor in (('rate_per_sec', 'HiddenServiceEnableIntroDoSRatePerSec'),
-                         ('burst_per_sec', 'HiddenServiceEnableIntroDoSBurstPerSec')):
-            if key in intro_dos:
-                extra[tor] = intro_dos[key]
-    return {'extra_options': extra} if extra else {}
+    """The module options of a service with these defences."""
+    out = {}
+    if pow is not None:
+        out['pow'] = pow
+    if intro_dos is not None:
+        out['intro_dos'] = intro_dos
+    return out
 
 
 def _service_task(onion, path, port, **options):
@@ -112,6 +96,26 @@ def _inner(text, address):
 
 def _revision(text):
     return int(re.search(r'^revision-counter (\d+)$', text, re.M).group(1))
+
+
+def _keywords(inner):
+    """The keywords of the inner layer's lines, object bodies (certificates) left out."""
+    out, in_object = set(), False
+    for line in inner.splitlines():
+        if line.startswith('-----BEGIN '):
+            in_object = True
+        elif line.startswith('-----END '):
+            in_object = False
+        elif line and not in_object:
+            out.add(line.split(' ', 1)[0])
+    return out
+
+
+# rend-spec's second-layer keywords: the intro-point DoS parameters are not among them (they go to
+# each intro point in ESTABLISH_INTRO's DoS extension)
+INNER_KEYWORDS = {'create2-formats', 'intro-auth-required', 'single-onion-service', 'flow-control', 'pow-params',
+                  'introduction-point', 'onion-key', 'auth-key', 'enc-key', 'enc-key-cert', 'legacy-key',
+                  'legacy-key-cert'}
 
 
 def _pow_params(inner):
@@ -197,6 +201,7 @@ def test_pow_in_the_fetched_descriptor_rate_in_config_off_removes_it(privnet, ht
     assert len(base64.b64decode(seed)) == 32 and int(effort) >= 0, params
     pow_line = [ln for ln in fetched_inner.splitlines() if ln.startswith('pow-params ')][0]
     _say('descriptor fetched by the client (revision %d): %s' % (_revision(fetched), pow_line))
+    assert _keywords(fetched_inner) <= INNER_KEYWORDS, _keywords(fetched_inner) - INNER_KEYWORDS
     # the service's tor publishes the same parameters (same seed until it rotates)
     _text, own_inner, _ = _wait_descriptor(onion, service_id, address, lambda inner: _pow_params(inner))
     assert _pow_params(own_inner)[0] == seed or _pow_params(own_inner)[2] >= expiration
@@ -223,7 +228,7 @@ def test_pow_in_the_fetched_descriptor_rate_in_config_off_removes_it(privnet, ht
     # off: gone from tor's config and from the next descriptor tor publishes
     before = _descriptor(onion, service_id, 'service')
     off, timings['module off'] = _apply(tmp_path, _service_task(
-        onion, path, http_backend.port, **(_dos(pow={'enabled': False}) if NAMED else {'extra_options': {}})))
+        onion, path, http_backend.port, **_dos(pow={'enabled': False})))
     assert off['changed'], off
     block = _block(onion, path)
     assert 'HiddenServicePoWQueueRate' not in block and \
@@ -242,3 +247,48 @@ def test_pow_in_the_fetched_descriptor_rate_in_config_off_removes_it(privnet, ht
     assert 'pow-params' not in late_inner
     _say('a new client fetched the descriptor without pow-params (%d HSFETCH)' % refetches)
     _say('timings: %s' % ', '.join('%s %.1fs' % kv for kv in timings.items()))
+
+
+ADD_ONION_POW = 'pow_defenses_enabled' in tor_client.Controller.add_onion.__code__.co_varnames
+
+
+@pytest.mark.skipif(not ADD_ONION_POW, reason='the module does not send ADD_ONION PoW parameters yet')
+def test_ephemeral_pow_in_the_descriptor(privnet, http_backend, tmp_path):
+    """An ephemeral service made with pow on (ADD_ONION PoWDefensesEnabled=1, tor 0.4.9.2+): its
+    descriptor, from the service's tor and from a client that fetched it, has pow-params; one made
+    without has none."""
+    onion = privnet.onion
+    made = {}
+    try:
+        for name, pow in (('pow', {'enabled': True, 'queue_rate': 60, 'queue_burst': 150}), ('plain', None)):
+            args = {'control_port': onion.control_port, 'cookie_path': onion.cookie_path, 'ephemeral': True,
+                    'discard_pk': True, 'ports': [{'port': 80, 'target_port': http_backend.port}]}
+            if pow:
+                args['pow'] = pow
+            result, took = _apply(tmp_path, {'name': 'service', 'register': 'svc',
+                                             'onionlab.tor.tor_hidden_service': args})
+            assert result['changed'], result
+            made[name] = result['onion_address']
+            _say('ephemeral %s: module %.1fs' % (name, took))
+        sids = dict((k, v[:-len('.onion')]) for k, v in made.items())
+
+        _text, own, took = _wait_descriptor(onion, sids['pow'], made['pow'], lambda inner: True)
+        assert _pow_params(own), 'no pow-params in the ephemeral service\'s own descriptor:\n%s' % own
+        _text, plain, _ = _wait_descriptor(onion, sids['plain'], made['plain'], lambda inner: True)
+        assert _pow_params(plain) is None, plain
+
+        client = _client_tor(privnet, 'dosephclient')
+        for name in ('pow', 'plain'):
+            body, took, _ = fetch_onion(client.socks_port, made[name], deadline=FETCH_DEADLINE)
+            assert body == http_backend.token
+            fetched = _descriptor(client, sids[name], 'client')
+            assert fetched, name
+            params = _pow_params(_inner(fetched, made[name]))
+            assert bool(params) == (name == 'pow'), (name, params)
+            if params:
+                _say('ephemeral descriptor fetched by the client: pow-params v1 %s %s %s (first fetch %.1fs)'
+                     % (params + (took,)))
+    finally:
+        with connect(port=onion.control_port, cookie_path=onion.cookie_path) as c:
+            for address in made.values():
+                c.del_onion(address[:-len('.onion')])
