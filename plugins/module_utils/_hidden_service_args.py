@@ -58,6 +58,7 @@ def services_element_spec():
         path=dict(type="path", required=True),
         type=dict(type="str", choices=["persistent"], default="persistent"),
         onion_address=dict(type="str"),
+        pow_suggested_effort=dict(type="int"),
         private_key=dict(type="str", no_log=True),
     )
     return spec

@@ -60,7 +60,7 @@ options:
     description:
       - Several persistent services at once, each with the keys of a single service (O(path), O(ports), ...).
         The RV(onionlab.tor.tor_hidden_service_info#module:hidden_services) output of M(onionlab.tor.tor_hidden_service_info) can be given as it
-        is; its read-only keys (C(onion_address), C(type)) are ignored and its ephemeral entries must be
+        is; its read-only keys (C(onion_address), C(type), C(pow_suggested_effort)) are ignored and its ephemeral entries must be
         filtered out.
       - Mutually exclusive with O(path) and O(ephemeral).
     type: list
@@ -78,6 +78,9 @@ options:
       onion_address:
         description: Ignored (accepted so that the info module's output can be fed back).
         type: str
+      pow_suggested_effort:
+        description: Ignored (accepted so that the info module's output can be fed back).
+        type: int
       private_key:
         description: As O(private_key), for this service.
         type: str

@@ -22,7 +22,14 @@ extends_documentation_fragment:
   - onionlab.tor.attributes
   - onionlab.tor.attributes.INFO_MODULE
   - onionlab.tor.attributes.ACTIONGROUP_TOR
-options: {}
+options:
+  metrics_url:
+    description:
+      - The URL of tor's MetricsPort (C(http://127.0.0.1:PORT/metrics); torrc needs C(MetricsPort 127.0.0.1:PORT) and
+        C(MetricsPortPolicy accept 127.0.0.1)), read with a plain HTTP GET to add each service's
+        RV(hidden_services[].pow_suggested_effort). tor reports that effort there, not on the control port.
+      - An unreadable URL fails the task.
+    type: str
 seealso:
   - module: onionlab.tor.tor_hidden_service
 """
@@ -101,6 +108,42 @@ hidden_services:
       description: Client keys recorded for an ephemeral service, or null (ephemeral services).
       type: list
       elements: str
+    export_circuit_id:
+      description: C(HiddenServiceExportCircuitID), V(none) or V(haproxy) (persistent services).
+      type: str
+    pow:
+      description:
+        - The proof-of-work defence (C(enabled), C(queue_rate), C(queue_burst)), with tor's defaults where the
+          configuration does not set it.
+        - For an ephemeral service, what M(onionlab.tor.tor_hidden_service) asked for, or null when another
+          controller created it.
+      type: dict
+    intro_dos:
+      description: The introduction-point DoS defence (C(enabled), C(rate_per_sec), C(burst_per_sec)) (persistent
+        services).
+      type: dict
+    pow_suggested_effort:
+      description:
+        - The effort the service currently suggests to its clients (0 while it is not under load), from tor's
+          MetricsPort; null when tor reports none for it (PoW off, or not published yet).
+      returned: when O(metrics_url) is given
+      type: int
+tor:
+  description: Tor-wide settings that matter to every onion service of this tor.
+  returned: success
+  type: dict
+  contains:
+    version:
+      description: tor's version.
+      type: str
+    non_anonymous:
+      description: Whether tor runs with C(HiddenServiceNonAnonymousMode 1) (single-hop services, B(not anonymous)).
+      type: bool
+    vanguards_lite:
+      description:
+        - C(VanguardsLiteEnabled) (tor 0.4.7 and later), V(0), V(1) or V(auto) (the consensus decides, on unless it
+          says otherwise); vanguards-lite protects a service's guard from discovery. Null on an older tor.
+      type: str
   sample:
     - type: persistent
       path: /var/lib/tor/web
@@ -112,6 +155,9 @@ hidden_services:
       dir_group_readable: false
       allow_unknown_ports: false
       num_intro_points: 3
+      export_circuit_id: none
+      pow: {enabled: true, queue_rate: 250, queue_burst: 2500}
+      intro_dos: {enabled: false, rate_per_sec: 25, burst_per_sec: 200}
       extra_options: {}
       authorized_clients: []
 """
@@ -125,17 +171,29 @@ from ansible_collections.onionlab.tor.plugins.module_utils._common import (
     fail,
     module_kwargs,
 )
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import metrics
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_manager as sm
 
 
 def main():
-    module = AnsibleModule(**module_kwargs(control_argument_spec(), supports_check_mode=True))
+    module = AnsibleModule(**module_kwargs(control_argument_spec(metrics_url=dict(type="str")),
+                                           supports_check_mode=True))
+    url = module.params["metrics_url"]
     try:
+        if url is not None:
+            metrics.check_url(url)
         with connect_module(module) as ctl:
-            services = sm.list_services(ctl)
+            facts = sm.TorFacts(ctl)
+            services = sm.list_services(ctl, facts)
+            tor = dict(facts.summary(), vanguards_lite=sm.vanguards_lite(ctl))
+        if url is not None:
+            efforts = metrics.read_suggested_efforts(url, module.params["timeout"])
+            for service in services:
+                address = service.get("onion_address") or ""
+                service["pow_suggested_effort"] = efforts.get(address[:-len(".onion")])
     except MODULE_ERRORS as exc:
         fail(module, exc)
-    module.exit_json(changed=False, hidden_services=services)
+    module.exit_json(changed=False, hidden_services=services, tor=tor)
 
 
 if __name__ == "__main__":

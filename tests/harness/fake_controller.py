@@ -54,7 +54,7 @@ HS_OPTIONS = ("HiddenServiceDir", "HiddenServicePort", "HiddenServiceVersion", "
 POW_OPTIONS = ("HiddenServicePoWDefensesEnabled", "HiddenServicePoWQueueRate", "HiddenServicePoWQueueBurst")
 SIMPLE_OPTIONS = ("DataDirectory", "User", "AccountingMax", "AccountingRule", "AccountingStart",
                   "BandwidthRate", "BandwidthBurst", "RelayBandwidthRate", "RelayBandwidthBurst",
-                  "MaxAdvertisedBandwidth", "SocksPort", "DisableNetwork")
+                  "MaxAdvertisedBandwidth", "SocksPort", "DisableNetwork", "VanguardsLiteEnabled", "MetricsPort")
 EVENTS = ("DEBUG", "INFO", "NOTICE", "WARN", "ERR", "CIRC", "STREAM", "ORCONN", "BW", "STATUS_GENERAL",
           "STATUS_CLIENT", "STATUS_SERVER", "HS_DESC", "CONF_CHANGED")
 NO_CONSENSUS = "Could not open cached consensus. Make sure FetchUselessDescriptors is set to 1."

@@ -28,7 +28,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_se
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.lock import DEFAULT_TIMEOUT, TorLock
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import (
-    ConnectionFailed, OperationFailed, ProtocolError, TorError)
+    ConnectionFailed, OperationFailed, ProtocolError, TorError, UnrecognizedKey)
 
 AUTH_DIR = "authorized_clients"
 _TORRC_KEYWORD_RE = re.compile(r"^%?[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -90,6 +90,15 @@ class TorFacts(object):
     def summary(self):
         """The module results' `tor`: what the services depend on tor-wide."""
         return {"version": self.version, "non_anonymous": self.non_anonymous}
+
+
+def vanguards_lite(ctl):
+    """VanguardsLiteEnabled ('0', '1' or 'auto'; tor 0.4.7 and later), None on a tor without it."""
+    try:
+        value = (ctl.get_conf_map("VanguardsLiteEnabled").get("VanguardsLiteEnabled") or [None])[0]
+    except UnrecognizedKey:
+        return None
+    return value if value in ("0", "1", "auto") else None
 
 
 # -- reading ------------------------------------------------------------------------------------

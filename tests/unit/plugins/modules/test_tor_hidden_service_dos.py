@@ -186,3 +186,59 @@ def test_ephemeral_refuses_persistent_only_options(runner, fake, tmp_path, name,
     result = runner.fails(module, **args(fake, tmp_path, ephemeral=True, ports=WEB_PORTS, **{name: value}))
     assert result["msg"].startswith("%s is not available for an ephemeral service" % name)
     assert changing(fake) == []
+
+
+# -- the info module: effective defences, suggested effort, tor-wide state ---------------------------
+class _Metrics(object):
+    """A MetricsPort on loopback serving one page."""
+
+    def __init__(self, page):
+        import http.server
+        import threading
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                body = page().encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+        self.url = "http://127.0.0.1:%d/metrics" % self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_info_suggested_effort_and_tor_state(runner, fake, tmp_path):
+    made = runner.ok(module, **svc(fake, tmp_path, pow={"enabled": True}))
+    runner.ok(module, **svc(fake, tmp_path, name="plain"))
+    sid = made["onion_address"][:-len(".onion")]
+    port = _Metrics(lambda: 'tor_hs_pow_suggested_effort{onion="%s"} 17\n' % sid)
+    try:
+        result = runner.ok(info_module, control_port=fake.port, metrics_url=port.url)
+    finally:
+        port.close()
+    efforts = dict((s["path"], s["pow_suggested_effort"]) for s in result["hidden_services"])
+    assert efforts == {str(tmp_path / "web"): 17, str(tmp_path / "plain"): None}
+    assert result["tor"] == {"version": "0.4.9.11", "non_anonymous": False, "vanguards_lite": None}
+    # the output with the effort goes back into services: nothing changes
+    back = runner.ok(module, **args(fake, tmp_path, services=result["hidden_services"], exclusive=True))
+    assert back["changed"] is False
+    # without metrics_url: no such key
+    assert "pow_suggested_effort" not in runner.ok(info_module, control_port=fake.port)["hidden_services"][0]
+
+
+def test_info_metrics_port_unreachable_fails(runner, fake, tmp_path):
+    result = runner.fails(info_module, control_port=fake.port, metrics_url="http://127.0.0.1:1/metrics")
+    assert result["msg"].startswith("cannot read tor's MetricsPort at http://127.0.0.1:1/metrics")
+    bad = runner.fails(info_module, control_port=fake.port, metrics_url="127.0.0.1:9035")
+    assert "metrics_url must be an http:// URL" in bad["msg"]

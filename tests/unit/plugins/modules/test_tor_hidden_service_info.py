@@ -30,7 +30,8 @@ def test_nothing_running(runner, fake):
     result = runner.ok(module, control_port=fake.port)
     assert result["changed"] is False
     assert result["hidden_services"] == []
-    assert fake.commands() == ["PROTOCOLINFO", "AUTHENTICATE", "GETINFO", "GETCONF", "GETCONF", "GETINFO", "QUIT"]
+    assert fake.commands() == ["PROTOCOLINFO", "AUTHENTICATE", "GETINFO", "GETCONF", "GETCONF", "GETINFO", "GETCONF",
+                               "QUIT"]
 
 
 def test_persistent_and_ephemeral(runner, fake, tmp_path):
