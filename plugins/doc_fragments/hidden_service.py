@@ -92,7 +92,7 @@ options:
     description:
       - The introduction-point rate limit (tor 0.4.2.1-alpha and later); the service asks its introduction points
         to let at most this many introductions per second through to it. It protects the service's tor and the
-        network from a flood of rendezvous circuits, but legitimate clients are limited just the same: under a
+        network from a flood of rendezvous circuits, but legitimate clients are limited just the same; under a
         flood most of them are refused at the introduction point. Consider O(pow) first.
       - Persistent services only (C(ADD_ONION) has no keyword for it), as O(export_circuit_id).
       - Omitted members are tor's defaults.

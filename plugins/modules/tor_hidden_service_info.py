@@ -126,7 +126,7 @@ hidden_services:
       description:
         - The effort the service currently suggests to its clients (0 while it is not under load), from tor's
           MetricsPort; null when tor reports none for it (a tor before 0.4.8, a service tor has not set up yet).
-          tor 0.4.9 reports 0 for a service without PoW too: read it with RV(hidden_services[].pow).
+          tor 0.4.9 reports 0 for a service without PoW too; RV(hidden_services[].pow) tells them apart.
       returned: when O(metrics_url) is given
       type: int
 tor:
