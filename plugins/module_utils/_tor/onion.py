@@ -93,6 +93,41 @@ def ed25519_public_from_expanded(expanded):
     return _encode_point(_scalarmult_base(int.from_bytes(expanded[:32], "little")))
 
 
+_SQRT_M1 = pow(2, (_P - 1) // 4, _P)
+_L = 2 ** 252 + 27742317777372353535851937790883648493
+_IDENTITY = (1).to_bytes(32, "little")
+
+
+def ed25519_key_is_valid(public_key):
+    """Whether 32 bytes are an ed25519 public key tor accepts in an onion address (as its
+    ed25519_validate_pubkey): a point of the curve, not the identity, of the prime-order
+    subgroup (l * P is the identity)."""
+    if len(public_key) != 32 or public_key == _IDENTITY:
+        return False
+    y = int.from_bytes(public_key, "little")
+    sign, y = y >> 255, y & ((1 << 255) - 1)
+    if y >= _P:
+        return False
+    x2 = (y * y - 1) * pow(_D * y * y + 1, _P - 2, _P) % _P
+    x = pow(x2, (_P + 3) // 8, _P)
+    if (x * x - x2) % _P:
+        x = x * _SQRT_M1 % _P
+        if (x * x - x2) % _P:
+            return False            # no square root: not on the curve
+    if x == 0 and sign:
+        return False
+    if x & 1 != sign:
+        x = _P - x
+    point, acc = (x, y, 1, x * y % _P), (0, 1, 1, 0)
+    scalar = _L
+    while scalar:
+        if scalar & 1:
+            acc = _add(acc, point)
+        point = _add(point, point)
+        scalar >>= 1
+    return acc[0] % _P == 0 and (acc[1] - acc[2]) % _P == 0
+
+
 # -- x25519 (RFC 7748) -----------------------------------------------------------------------
 def _x25519(k_bytes, u_bytes):
     k = bytearray(k_bytes)

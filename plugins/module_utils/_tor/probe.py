@@ -35,55 +35,11 @@ class ProbeInputError(TorError, ValueError):
 
 
 # -- addresses ---------------------------------------------------------------------------------
-# ed25519 (RFC 8032): tor refuses, with SOCKS reply 0xF6 (ExtendedErrors) or 0x01, an address
-# whose key is not a point of the curve's prime-order subgroup (tor's ed25519_validate_pubkey);
-# about 15 of 16 random 56-character addresses with a good checksum are such. Checked here, so a
-# mistyped-but-checksummed address is an input error and not a wait until the deadline.
-_P = 2 ** 255 - 19
-_D = (-121665 * pow(121666, _P - 2, _P)) % _P
-_SQRT_M1 = pow(2, (_P - 1) // 4, _P)
-_L = 2 ** 252 + 27742317777372353535851937790883648493
-_IDENTITY = (1).to_bytes(32, "little")
-
-
-def _point_add(p1, p2):
-    x1, y1, z1, t1 = p1
-    x2, y2, z2, t2 = p2
-    a = (y1 - x1) * (y2 - x2) % _P
-    b = (y1 + x1) * (y2 + x2) % _P
-    c = 2 * t1 * t2 * _D % _P
-    d = 2 * z1 * z2 % _P
-    e, f, g, h = b - a, d - c, d + c, b + a
-    return (e * f % _P, g * h % _P, f * g % _P, e * h % _P)
-
-
-def ed25519_key_is_valid(public_key):
-    """Whether 32 bytes are an ed25519 public key tor accepts in an onion address: a point of
-    the curve, not the identity, of the prime-order subgroup (l * P is the identity)."""
-    if len(public_key) != 32 or public_key == _IDENTITY:
-        return False
-    y = int.from_bytes(public_key, "little")
-    sign, y = y >> 255, y & ((1 << 255) - 1)
-    if y >= _P:
-        return False
-    x2 = (y * y - 1) * pow(_D * y * y + 1, _P - 2, _P) % _P
-    x = pow(x2, (_P + 3) // 8, _P)
-    if (x * x - x2) % _P:
-        x = x * _SQRT_M1 % _P
-        if (x * x - x2) % _P:
-            return False            # no square root: not on the curve
-    if x == 0 and sign:
-        return False
-    if x & 1 != sign:
-        x = _P - x
-    point, acc = (x, y, 1, x * y % _P), (0, 1, 1, 0)
-    scalar = _L
-    while scalar:
-        if scalar & 1:
-            acc = _point_add(acc, point)
-        point = _point_add(point, point)
-        scalar >>= 1
-    return acc[0] % _P == 0 and (acc[1] - acc[2]) % _P == 0
+# tor refuses, with SOCKS reply 0xF6 (ExtendedErrors) or 0x01, an address whose key is not a point
+# of the curve's prime-order subgroup; about 15 of 16 random 56-character addresses with a good
+# checksum are such. Checked here (onion.ed25519_key_is_valid), so a mistyped-but-checksummed
+# address is an input error and not a wait until the deadline.
+ed25519_key_is_valid = onion.ed25519_key_is_valid
 
 
 _LABEL_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\Z")
