@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$ONIONLAB_ROOT"
 bash tests/utils/core-venv.sh 2.17 >/dev/null
 python tests/harness/hosts.py ensure-packages
-python -m pytest -p no:cacheprovider -q -rs tests/unit tests/integration "$@" | tee .build/pytest.log
+python -m pytest -p no:cacheprovider -q -rs --durations=25 tests/unit tests/integration "$@" | tee .build/pytest.log
 if grep -Eq '^SKIPPED|[0-9]+ skipped' .build/pytest.log; then
     echo "pytest skipped tests (listed above): every check must run in CI" >&2
     exit 1
