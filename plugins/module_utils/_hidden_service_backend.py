@@ -39,7 +39,7 @@ def _clients(params):
 NOT_EPHEMERAL = ("intro_dos", "export_circuit_id")
 
 
-def ephemeral(ctl, p, check_mode):
+def ephemeral(ctl, p, check_mode, run_command=None):
     """ADD_ONION or DEL_ONION: service_manager.apply_ephemeral's result."""
     for name in NOT_EPHEMERAL:
         if p.get(name) is not None:
@@ -49,13 +49,13 @@ def ephemeral(ctl, p, check_mode):
         ctl, p["state"], ports=p["ports"], private_key=p["private_key"], service_id=p["service_id"],
         max_streams=p["max_streams"], client_auth_v3=p["client_auth_v3"] or [],
         discard_pk=p["discard_pk"] or not p["return_private_key"], check_mode=check_mode,
-        lock_timeout=p["lock_timeout"], pow_options=p.get("pow"))
+        lock_timeout=p["lock_timeout"], pow_options=p.get("pow"), run_command=run_command)
 
 
-def persistent_manager(ctl, p, check_mode):
+def persistent_manager(ctl, p, check_mode, run_command=None):
     return sm.PersistentManager(ctl, config_file=p["config_file"], persist=p["persist"],
                                 include=p["include_config_file"], check_mode=check_mode,
-                                lock_timeout=p["lock_timeout"])
+                                lock_timeout=p["lock_timeout"], run_command=run_command)
 
 
 def services_list(manager, p):

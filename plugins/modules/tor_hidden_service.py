@@ -405,6 +405,14 @@ def _persistent_result(module, result, out, warnings):
         module.warn(warning)
 
 
+def _stdout_of(module):
+    """run(argv) -> its standard output, for the capability check's tor --list-modules."""
+    def run(argv):
+        _rc, out, _err = module.run_command(argv)
+        return out
+    return run
+
+
 def main():
     spec = control_argument_spec(
         path=dict(type="path"),
@@ -438,9 +446,9 @@ def main():
     try:
         with connect_module(module) as ctl:
             if p["ephemeral"]:
-                _ephemeral_result(module, result, backend.ephemeral(ctl, p, module.check_mode))
+                _ephemeral_result(module, result, backend.ephemeral(ctl, p, module.check_mode, _stdout_of(module)))
                 module.exit_json(**result)
-            manager = backend.persistent_manager(ctl, p, module.check_mode)
+            manager = backend.persistent_manager(ctl, p, module.check_mode, _stdout_of(module))
             result["tor"] = manager.facts.summary()
             if p["services"] is not None:
                 out = backend.services_list(manager, p)

@@ -9,6 +9,7 @@ client's decrypted descriptor carries the PoW parameters) is the private network
 import hashlib
 import json
 import os
+import subprocess
 import time
 
 import pytest
@@ -166,7 +167,9 @@ def test_add_onion_pow_keywords_against_tor(tor):
 
 def test_capabilities_of_the_real_tor(tor):
     with connect(port=tor.control_port) as ctl:
-        found = caps.Capabilities.read(ctl)
+        found = caps.Capabilities.read(ctl, run=lambda argv: subprocess.run(
+            argv, stdout=subprocess.PIPE, check=True, timeout=30).stdout.decode())
+        assert caps.Capabilities.read(ctl).modules is None   # nothing to run it with: unknown
     assert found.version >= (0, 4, 9, 2)
     assert {"hiddenservicepowdefensesenabled", "hiddenservicepowqueuerate",
             "hiddenserviceenableintrodosratepersec", "hiddenserviceexportcircuitid"} <= found.config_names

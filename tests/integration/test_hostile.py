@@ -238,7 +238,8 @@ def test_malicious_service_dir_and_config_file(tmp_path):
                          (b"SETEVENTS", OK), (b"GETCONF", hs_after), (None, OK)]
     info_i, conf_i = facts_reply("/nonexistent/torrc", tmp_path)
     scripts["info"] = [(b"PROTOCOLINFO", PI_NULL), (b"AUTHENTICATE", OK), (b"GETINFO", info_i), (b"GETCONF", conf_i),
-                       (b"GETCONF", hs_conf), (b"GETINFO", ONIONS_NONE)]
+                       (b"GETCONF", hs_conf), (b"GETINFO", ONIONS_NONE),
+                       (b"GETCONF", b"250 VanguardsLiteEnabled=auto\r\n")]
     fakes = dict((n, FakeTor(s)) for n, s in scripts.items())
     for fake in fakes.values():
         fake.__enter__()

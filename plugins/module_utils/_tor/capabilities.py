@@ -12,16 +12,15 @@ Three sources, each used when there is one:
 * the options tor knows (GETINFO config/names): an option it does not list is missing whatever
   its version says;
 * the modules the tor binary was built with (tor --list-modules), when the tor we talk to runs on
-  this host (GETINFO process/pid, /proc/PID/exe is a tor binary): a tor without its pow module
-  cannot enable proof of work. Over the network, or when that is unreadable, tor's own refusal at
-  SETCONF time is the check left.
+  this host (GETINFO process/pid, /proc/PID/exe is a tor binary) and the caller gives a way to run
+  it (the module's run_command): a tor without its pow module cannot enable proof of work. Over
+  the network, or when that is unreadable, tor's own refusal at SETCONF time is the check left.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import subprocess
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import TorError
@@ -55,9 +54,11 @@ def _module_list(text):
     return modules
 
 
-def local_modules(pid, run=None):
+def local_modules(pid, run):
     """{module: built in} of the tor binary of process `pid` on this host, or None when that is
-    not readable or not a tor binary (run: a stand-in for subprocess in tests)."""
+    not readable or not a tor binary. run(argv) -> its standard output (the module's run_command)."""
+    if run is None:
+        return None
     try:
         exe = os.readlink("/proc/%d/exe" % int(pid))
     except (OSError, TypeError, ValueError):
@@ -66,12 +67,8 @@ def local_modules(pid, run=None):
     if not os.path.basename(exe).startswith("tor") or not os.path.isfile(exe):
         return None   # not a tor binary (a fake, a wrapper): never run it
     try:
-        if run is not None:
-            text = run([exe, "--list-modules"])
-        else:
-            text = subprocess.run([exe, "--list-modules"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                  timeout=10, check=False).stdout.decode("utf-8", "replace")
-    except (OSError, subprocess.SubprocessError):
+        text = run([exe, "--list-modules"])
+    except (OSError, ValueError):
         return None
     return _module_list(text) or None
 
@@ -88,7 +85,8 @@ class Capabilities(object):
 
     @classmethod
     def read(cls, ctl, version=None, run=None):
-        """From a controller: GETINFO version (unless given), config/names and process/pid."""
+        """From a controller: GETINFO version (unless given), config/names and process/pid; run: as
+        local_modules' (None: the modules stay unknown)."""
         keys = ["config/names", "process/pid"] + ([] if version else ["version"])
         info = {}
         for key in keys:   # one at a time: an older or restricted tor may refuse one of them

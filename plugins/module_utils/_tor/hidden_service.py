@@ -60,8 +60,9 @@ OPTIONS = (
 # the groups and their members, in OPTIONS' order: {"pow": ["enabled", "queue_rate", ...], ...}
 GROUPS = {}
 for _row in OPTIONS:
-    if "." in _row[1]:
-        GROUPS.setdefault(_row[1].split(".")[0], []).append(_row[1].split(".")[1])
+    _group, _dot, _member = _row[1].partition(".")
+    if _dot:
+        GROUPS.setdefault(_group, []).append(_member)
 # the options that need tor's pow module (tor --list-modules), besides a version
 NEEDS_MODULE = {"HiddenServicePoWDefensesEnabled": "pow"}
 _BY_TOR_NAME = dict((o[0].lower(), o) for o in OPTIONS)
@@ -220,8 +221,8 @@ def _group_params(params, group):
         raise ServiceConfigError("%s must be a dict with the keys %s" % (group, ", ".join(GROUPS[group])))
     unknown = sorted(k for k in value if k not in GROUPS[group])
     if unknown:
-        raise ServiceConfigError("%s has no option %s (it takes %s)" % (group, ", ".join(unknown),
-                                                                       ", ".join(GROUPS[group])))
+        raise ServiceConfigError("%s has no option %s (it takes %s)"
+                                 % (group, ", ".join(unknown), ", ".join(GROUPS[group])))
     return value
 
 

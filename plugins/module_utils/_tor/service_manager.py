@@ -521,8 +521,9 @@ def _add_auth_private(result):
 
 class PersistentManager(object):
     def __init__(self, ctl, config_file=None, persist=True, include=True, check_mode=False,
-                 lock_timeout=DEFAULT_TIMEOUT):
+                 lock_timeout=DEFAULT_TIMEOUT, run_command=None):
         self.ctl = ctl
+        self.run_command = run_command   # for capabilities.local_modules (tor --list-modules)
         self.check_mode = check_mode
         self.lock_timeout = lock_timeout
         self.facts = TorFacts(ctl)
@@ -549,7 +550,7 @@ class PersistentManager(object):
         request = dict(desired=desired, absent=absent, exclusive=exclusive, purge=purge, clients=clients,
                        keys=keys, prune=prune)
         if capabilities.needs_check(desired):   # before anything, check mode too: nothing half-applied
-            capabilities.Capabilities.read(self.ctl, self.facts.version).check_services(desired)
+            capabilities.Capabilities.read(self.ctl, self.facts.version, self.run_command).check_services(desired)
         if self.check_mode:
             return self._apply_once(request)
         with tor_lock(self.ctl, self.facts, self.lock_timeout):
@@ -771,7 +772,7 @@ def _describe_ephemeral(sid, view):
             "client_auth_v3": view["client_auth_v3"] if view else None, "pow": view["pow"] if view else None}
 
 
-def apply_ephemeral(ctl, state, check_mode=False, lock_timeout=DEFAULT_TIMEOUT, **options):
+def apply_ephemeral(ctl, state, check_mode=False, lock_timeout=DEFAULT_TIMEOUT, run_command=None, **options):
     """Create (ADD_ONION, always detached) or remove (DEL_ONION) an ephemeral service.
     options: ports, private_key, service_id, max_streams, client_auth_v3, discard_pk, pow_options (the
     pow group: ADD_ONION's PoW keywords, tor 0.4.9.2-alpha and later; checked before anything).
@@ -782,7 +783,7 @@ def apply_ephemeral(ctl, state, check_mode=False, lock_timeout=DEFAULT_TIMEOUT, 
     facts = TorFacts(ctl)
     wanted_pow = hs.normalize_group("pow", options.get("pow_options"))
     if state != "absent" and wanted_pow != capabilities.default_pow():   # before anything, check mode too
-        capabilities.Capabilities.read(ctl, facts.version).check_add_onion_pow(wanted_pow)
+        capabilities.Capabilities.read(ctl, facts.version, run_command).check_add_onion_pow(wanted_pow)
     if check_mode:
         out = _apply_ephemeral(ctl, facts, state, check_mode=True, **options)
     else:

@@ -242,3 +242,21 @@ def test_info_metrics_port_unreachable_fails(runner, fake, tmp_path):
     assert result["msg"].startswith("cannot read tor's MetricsPort at http://127.0.0.1:1/metrics")
     bad = runner.fails(info_module, control_port=fake.port, metrics_url="127.0.0.1:9035")
     assert "metrics_url must be an http:// URL" in bad["msg"]
+
+
+def test_tor_without_the_pow_module_refused(runner, fake, tmp_path, monkeypatch):
+    """The module hands its run_command to the capability check; a tor binary whose
+    --list-modules says 'pow: no' is refused before anything is sent."""
+    from ansible_collections.onionlab.tor.plugins.module_utils._tor import capabilities
+
+    asked = []
+
+    def local_modules(pid, run):
+        asked.append((pid, run is not None))
+        return {"relay": True, "pow": False}
+    monkeypatch.setattr(capabilities, "local_modules", local_modules)
+    result = runner.fails(module, **svc(fake, tmp_path, pow={"enabled": True}))
+    assert "needs tor's pow module; this tor (0.4.9.11) was built without it" in result["msg"]
+    assert asked == [(fake.info["process/pid"], True)] and changing(fake) == []
+    eph = runner.fails(module, **args(fake, tmp_path, ephemeral=True, ports=WEB_PORTS, pow={"enabled": True}))
+    assert "built without it" in eph["msg"] and changing(fake) == []

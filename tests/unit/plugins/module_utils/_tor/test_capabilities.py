@@ -109,6 +109,7 @@ def test_local_modules_only_runs_a_tor_binary(tmp_path):
     assert caps.local_modules(os.getpid(), run) is None and ran == []
     assert caps.local_modules("not a pid", run) is None
     assert caps.local_modules(2 ** 22 + 7, run) is None
+    assert caps.local_modules(os.getpid(), None) is None
 
 
 class _Ctl(object):
