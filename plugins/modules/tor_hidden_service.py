@@ -359,7 +359,7 @@ tor:
       type: bool
       sample: false
 purged:
-  description: Service directories deleted because of O(purge=true).
+  description: Service directories deleted because of O(purge=true); in check mode, those that would be deleted.
   returned: success
   type: list
   elements: str
@@ -436,10 +436,12 @@ def main():
     module = AnsibleModule(**module_kwargs(
         spec,
         mutually_exclusive=[("path", "services"), ("ephemeral", "services"), ("path", "ephemeral")],
-        required_one_of=[("path", "services", "ephemeral")],
         supports_check_mode=True,
     ))
     p = module.params
+    if p["path"] is None and p["services"] is None and not p["ephemeral"]:
+        # not required_one_of: ephemeral (a bool with a default) would always count as given
+        module.fail_json(msg="give path (one persistent service), services (a list of them) or ephemeral=true")
     if p["lock_timeout"] <= 0:
         module.fail_json(msg="lock_timeout must be a positive number of seconds")
     result = {"changed": False, "onion_address": None, "service": None, "generated_clients": [], "purged": []}

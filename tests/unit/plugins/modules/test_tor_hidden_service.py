@@ -504,13 +504,10 @@ def test_refused_parameters(runner, fake, tmp_path, params, message):
 
 
 def test_neither_path_nor_services_nor_ephemeral(runner, fake, tmp_path):
-    # required_one_of (path, services, ephemeral) never fires: ephemeral defaults to false, so it
-    # always counts as given; the run fails later on the missing path instead. Either message names
-    # what is missing.
+    # refused before tor is asked anything (ephemeral=false must not count as given)
     result = runner.fails(module, **args(fake, tmp_path, ports=[{"port": 80}]))
-    assert result["msg"] in ("one of the following is required: path, services, ephemeral",
-                             "path (the HiddenServiceDir) is required")
-    assert fake.hs_block == [] and setconfs(fake) == []
+    assert result["msg"] == "give path (one persistent service), services (a list of them) or ephemeral=true"
+    assert fake.hs_block == [] and setconfs(fake) == [] and fake.commands() == []
 
 
 def test_bad_control_port(runner, tmp_path):
