@@ -4,6 +4,7 @@
 (harness/fake_socks.py): the bytes it sends, every reply code, malformed replies, short reads,
 timeouts, and a SocksPort that is not there."""
 
+import json
 import os
 import socket
 import struct
@@ -251,19 +252,47 @@ def test_stale_unix_socket(tmp_path):
     assert str(info.value).startswith("connection refused by the SocksPort unix:%s: nothing listens there" % path)
 
 
+def _connect_error(path):
+    """(reason, message) of connecting to the unix SocksPort at path; as root, from a child that
+    has dropped to nobody (root enters every directory, so the check would not bite)."""
+    def attempt():
+        try:
+            socks.connect(socks.SocksProxy(socket_path=path), ONION, 80, time.monotonic() + 5)
+        except socks.ProxyUnavailable as exc:
+            return [exc.reason, str(exc)]
+        return ["connected", ""]
+    if os.geteuid() != 0:
+        return tuple(attempt())
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: drop to nobody, try, report, leave without pytest's atexit work
+        code = 1
+        try:
+            os.close(read_end)
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            os.write(write_end, json.dumps(attempt()).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end) as handle:
+        data = handle.read()
+    _pid, status = os.waitpid(pid, 0)
+    assert status == 0 and data, "the unprivileged child failed"
+    return tuple(json.loads(data))
+
+
 def test_unix_path_in_a_directory_we_cannot_enter(tmp_path):
-    if os.geteuid() == 0:
-        pytest.skip("root enters every directory")
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o000)
-    proxy = socks.SocksProxy(socket_path=str(locked / "socks"))
     try:
-        with pytest.raises(socks.ProxyUnavailable) as info:
-            socks.connect(proxy, ONION, 80, time.monotonic() + 5)
+        reason, message = _connect_error(str(locked / "socks"))
     finally:
         locked.chmod(0o700)
-    assert info.value.reason == "proxy_unavailable"
-    assert str(info.value) == "cannot connect to the SocksPort unix:%s: Permission denied" % (locked / "socks")
+    assert reason == "proxy_unavailable"
+    assert message == "cannot connect to the SocksPort unix:%s: Permission denied" % (locked / "socks")
 
 
 def test_unresolvable_proxy_host():
