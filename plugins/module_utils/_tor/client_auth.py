@@ -53,6 +53,7 @@ import os
 import re
 import stat
 
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import (
     OperationFailed,
     ProtocolError,
@@ -380,31 +381,7 @@ def write_file(path, content, uid=-1, gid=-1):
     """Write content to path atomically: a 0600 temporary file beside it (owner set before it holds
     the key name), then rename."""
     directory, base = os.path.split(path)
-    tmp = os.path.join(directory, ".%s.onionlab-new" % base)
-    try:
-        os.unlink(tmp)                      # a leftover of an interrupted run
-    except OSError as exc:
-        if exc.errno != errno.ENOENT:
-            raise
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    try:
-        try:
-            os.fchmod(fd, 0o600)
-            if uid != -1 or gid != -1:
-                os.fchown(fd, uid, gid)
-            data = content.encode("ascii")
-            while data:
-                data = data[os.write(fd, data):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.rename(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    hs.write_secret(path, content.encode("ascii"), os.path.join(directory, ".%s.onionlab-new" % base), uid, gid)
 
 
 __all__ = ["Credential", "add", "remove", "view", "parse_view", "auth_dir", "check_service_id",

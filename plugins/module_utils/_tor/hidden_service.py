@@ -454,6 +454,33 @@ def atomic_write(path, text, mode=0o644):
         raise
 
 
+def write_secret(path, data, tmp, uid=-1, gid=-1):
+    """Write bytes to path atomically for a secret: tmp (a fixed name beside path, so that a
+    leftover of an interrupted run is known and removed first) is made 0600 with O_EXCL and
+    O_NOFOLLOW, given to uid/gid (-1: unchanged) before it holds anything, fsynced and renamed.
+    A failure removes tmp."""
+    if os.path.lexists(tmp):
+        os.unlink(tmp)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        try:
+            os.fchmod(fd, 0o600)
+            if uid != -1 or gid != -1:
+                os.fchown(fd, uid, gid)
+            while data:
+                data = data[os.write(fd, data):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
 def torrc_files(config_file, skip=None):
     """config_file and every file it %includes (recursively), in order, skipping `skip`."""
     out = []

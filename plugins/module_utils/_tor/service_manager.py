@@ -443,10 +443,18 @@ def _diff_view(service, state, client_plans=None):
 
 
 # -- persistent services: carrying a plan out ------------------------------------------------------
+def _tor_owner(facts):
+    """(uid, gid) to give what we make to tor's user, when we are root and tor is not; else (-1, -1)."""
+    if facts.uid is not None and os.geteuid() == 0 and facts.uid != 0:
+        return facts.uid, facts.gid if facts.gid is not None else -1
+    return -1, -1
+
+
 def _chown_to_tor(path, facts):
     """Give a file or directory we made to tor's user (when we are root and tor is not)."""
-    if facts.uid is not None and os.geteuid() == 0 and facts.uid != 0:
-        os.chown(path, facts.uid, facts.gid if facts.gid is not None else -1)
+    uid, gid = _tor_owner(facts)
+    if uid != -1:
+        os.chown(path, uid, gid)
 
 
 def _held(services):
@@ -717,23 +725,7 @@ class PersistentManager(object):
                            ("hs_ed25519_public_key", onion.PUBLIC_HEADER + public)):
             file_path = os.path.join(path, name)
             tmp = file_path + ".onionlab-new"
-            if os.path.lexists(tmp):
-                os.unlink(tmp)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-            try:
-                try:
-                    os.write(fd, data)
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-                _chown_to_tor(tmp, self.facts)
-                os.rename(tmp, file_path)
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
+            hs.write_secret(file_path, data, tmp, *_tor_owner(self.facts))
         host = os.path.join(path, "hostname")
         if os.path.exists(host):
             os.unlink(host)  # tor writes it anew from the key
