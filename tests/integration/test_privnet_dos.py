@@ -161,6 +161,47 @@ def _client_without_pow(node, service_id, address, deadline=REFETCH_DEADLINE):
         time.sleep(2)
 
 
+class _Uploads(object):
+    """The service tor's HS_DESC events for one service, from a control connection of its own:
+    when the service uploaded which descriptor, and what the HSDirs answered."""
+
+    def __init__(self, node, service_id):
+        self.sid = service_id
+        self.conn = connect(port=node.control_port, cookie_path=node.cookie_path)
+        self.conn.request('SETEVENTS', ['HS_DESC'])
+        self.seen = []          # (monotonic time, action, hsdir)
+        self.node = node
+
+    def poll(self):
+        self.conn.get_info('version')       # reads the events that came before its reply
+        now = time.monotonic()
+        for event in self.conn.events:
+            words = event.lines[0].text.split()
+            if len(words) >= 5 and words[0] == 'HS_DESC' and words[2] == self.sid:
+                self.seen.append((now, words[1], words[4]))
+        del self.conn.events[:]
+        return self.seen
+
+    def wait_uploaded(self, since, deadline):
+        """Seconds from since until an HSDir accepted an upload the service began after since."""
+        t0 = time.monotonic()
+        while True:
+            began = [t for t, action, _ in self.poll() if action == 'UPLOAD' and t >= since]
+            done = [t for t, action, _ in self.seen if action == 'UPLOADED' and began and t >= min(began)]
+            if done:
+                return min(done) - since
+            if time.monotonic() - t0 > deadline:
+                raise AssertionError('the service uploaded no descriptor in %.0fs; its HS_DESC events: %s\n'
+                                     'its log ends:\n%s' % (deadline, self.summary(), self.node.log_text()[-3000:]))
+            time.sleep(0.5)
+
+    def summary(self):
+        return ['%.1f %s %s' % (t - self.seen[0][0], a, h[:9]) for t, a, h in self.seen] if self.seen else []
+
+    def close(self):
+        self.conn.close()
+
+
 def _client_tor(privnet, name):
     node = privnet.add_tor(name, socks=True)
     return node
@@ -231,25 +272,36 @@ def test_pow_in_the_fetched_descriptor_rate_in_config_off_removes_it(privnet, ht
 
     # off: gone from tor's config and from the next descriptor tor publishes
     before = _descriptor(onion, service_id, 'service')
-    off, timings['module off'] = _apply(tmp_path, _service_task(
-        onion, path, http_backend.port, **_dos(pow={'enabled': False})))
-    assert off['changed'], off
-    block = _block(onion, path)
-    assert 'HiddenServicePoWQueueRate' not in block and \
-        block.get('HiddenServicePoWDefensesEnabled', '0') == '0', block
-    text, off_inner, timings['republished without pow'] = _wait_descriptor(
-        onion, service_id, address, lambda inner: _pow_params(inner) is None)
-    assert 'pow-params' not in off_inner
-    assert text != before
-    _say('PoW off: revision %d -> %d, no pow-params line' % (_revision(before), _revision(text)))
+    uploads = _Uploads(onion, service_id)
+    try:
+        off, timings['module off'] = _apply(tmp_path, _service_task(
+            onion, path, http_backend.port, **_dos(pow={'enabled': False})))
+        assert off['changed'], off
+        block = _block(onion, path)
+        assert 'HiddenServicePoWQueueRate' not in block and \
+            block.get('HiddenServicePoWDefensesEnabled', '0') == '0', block
+        text, off_inner, timings['republished without pow'] = _wait_descriptor(
+            onion, service_id, address, lambda inner: _pow_params(inner) is None)
+        assert 'pow-params' not in off_inner
+        assert text != before
+        _say('PoW off: revision %d -> %d, no pow-params line' % (_revision(before), _revision(text)))
+        # tor uploads the new descriptor once every intro circuit is established, which may take
+        # a while after a reconfiguration; until then the HSDirs serve the one with PoW
+        built = time.monotonic()
+        timings['uploaded without pow'] = uploads.wait_uploaded(built - timings['republished without pow'],
+                                                                REFETCH_DEADLINE)
+        uploads.poll()
+        _say('service HS_DESC events since PoW off: %s' % uploads.summary())
 
-    # a client that fetches it now gets the descriptor without PoW, and is served
-    late = _client_tor(privnet, 'dosclientlate')
-    body, timings['fetch without pow'], _ = fetch_onion(late.socks_port, address, deadline=FETCH_DEADLINE)
-    assert body == http_backend.token
-    late_inner, refetches = _client_without_pow(late, service_id, address)
-    assert 'pow-params' not in late_inner
-    _say('a new client fetched the descriptor without pow-params (%d HSFETCH)' % refetches)
+        # a client that fetches it now gets the descriptor without PoW, and is served
+        late = _client_tor(privnet, 'dosclientlate')
+        late_inner, refetches = _client_without_pow(late, service_id, address)
+        assert 'pow-params' not in late_inner
+        _say('a new client fetched the descriptor without pow-params (%d HSFETCH)' % refetches)
+        body, timings['fetch without pow'], _ = fetch_onion(late.socks_port, address, deadline=FETCH_DEADLINE)
+        assert body == http_backend.token
+    finally:
+        uploads.close()
     _say('timings: %s' % ', '.join('%s %.1fs' % kv for kv in timings.items()))
 
 
