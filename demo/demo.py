@@ -7,7 +7,8 @@ A private Tor network on 127.0.0.1 (3 authorities, 3 relays, a client) and three
 hosts (systemd-nspawn containers, tests/harness/hosts.py) whose tors join it; the example site
 playbook demo/site.yml (roles onionlab.tor.tor and onionlab.tor.onion_service) run on them; a
 table host -> service -> onion address; a page fetched through every onion over Tor from the
-controller; a second run that changes nothing; everything stopped and removed again.
+controller (demo/probe.yml: onionlab.tor.tor_onion_probe); a second run that changes nothing;
+everything stopped and removed again.
 
     ./run demo            the above (needs root: containers)
     ./run demo --local    one throwaway local tor only, demo/local.yml run twice (no containers)
@@ -53,6 +54,11 @@ def recap(output):
     return [line.strip() for line in output.splitlines() if line.startswith("host") and "ok=" in line]
 
 
+def messages(output):
+    """The msg of each debug task result in ansible-playbook's output."""
+    return [line.split('"msg": ', 1)[1].strip().strip('"') for line in output.splitlines() if '"msg": ' in line]
+
+
 def full():
     total = time.monotonic()
     base = Path(tempfile.mkdtemp(prefix="onionlab-demo-"))
@@ -82,10 +88,13 @@ def full():
         for entry in summary:
             print("   %-6s %-6s %-62s %s" % (entry["host"], entry["service"], entry["onion_address"], entry["ports"]))
 
-        step("a page through every onion, over Tor, from this machine's client tor")
-        proc, took = run([PY, ROOT / "tests/harness/fetch_onions.py", "--privnet", privnet,
-                          "--summary", base / "onion-services.yml"])
-        print("\n".join("   " + line for line in proc.stdout.splitlines()))
+        step("a page through every onion, over Tor, from this machine's client tor (demo/probe.yml)")
+        socks_port = json.loads((privnet / "state.json").read_text())["socks_port"]
+        proc, took = run(playbook + [ROOT / "demo/probe.yml", "-e", json.dumps({"demo_socks_port": socks_port})]
+                         + extra)
+        print("\n".join("   " + line for line in messages(proc.stdout)))
+        print("   (onionlab.tor.tor_onion_probe, wait: true, through SocksPort 127.0.0.1:%d; %.1f s with Ansible)"
+              % (socks_port, took))
 
         step("second run of demo/site.yml: nothing to change")
         proc, second = run(playbook + [ROOT / "demo/site.yml"] + extra)
