@@ -1,0 +1,100 @@
+# Copyright (c) 2026, onionlab.tor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The onion_clients filter: onion_services[].clients checked and flattened."""
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.onionlab.tor.plugins.filter.onion_clients import FilterModule, onion_clients
+from ansible_collections.onionlab.tor.plugins.filter.x25519_public_key import x25519_public_key
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
+
+PRIV_A, PUB_A = onion.generate_client_keypair()
+PRIV_B, PUB_B = onion.generate_client_keypair()
+PORTS = [{'port': 80, 'target_port': 8080}]
+
+
+def _svc(clients, **kw):
+    return dict({'name': 'admin', 'ports': PORTS, 'clients': clients}, **kw)
+
+
+def test_flattened_entries():
+    out = onion_clients({'web1': [{'name': 'public', 'ports': PORTS},
+                                  _svc([{'name': 'alice', 'hosts': ['a'], 'key': 2},
+                                        {'name': 'bob', 'hosts': ['b'], 'state': 'absent'},
+                                        {'name': 'carol', 'public_key': PUB_B.lower()}])]},
+                        backup_dir='/esc', inventory=['a', 'b', 'web1'])
+    assert [(e['name'], e['key'], e['state'], e['hosts'], e['needs_key']) for e in out] == [
+        ('alice', 2, 'present', ['a'], True), ('bob', 1, 'absent', ['b'], False), ('carol', 1, 'present', [], False)]
+    assert out[0]['escrow'] == '/esc/web1/admin/clients/alice.2.x25519'
+    assert out[0]['id'] == 'web1/admin/alice' and out[0]['server'] == 'web1' and out[0]['service'] == 'admin'
+    assert out[2]['public_key'] == PUB_B
+    assert FilterModule().filters()['onion_clients'] is onion_clients
+
+
+def test_authorized_mapping():
+    services = {'web1': [_svc([{'name': 'alice', 'hosts': ['a']}, {'name': 'bob', 'state': 'absent'},
+                               {'name': 'carol', 'public_key': PUB_B}])]}
+    out = onion_clients(services, backup_dir='/esc', private_keys={'web1/admin/alice': PRIV_A})
+    assert out == {'admin': [{'name': 'alice', 'public_key': x25519_public_key(PRIV_A)},
+                             {'name': 'carol', 'public_key': PUB_B}]}
+    assert x25519_public_key(PRIV_A) == PUB_A
+
+
+def test_absent_service_makes_its_clients_absent():
+    out = onion_clients({'web1': [_svc([{'name': 'alice', 'hosts': ['a']}], state='absent')]}, backup_dir='/e')
+    assert out[0]['state'] == 'absent' and not out[0]['needs_key']
+
+
+BAD = [
+    ([_svc([{'name': 'alice', 'hosts': ['a']}], authorized_clients=[{'name': 'x'}])], 'mutually exclusive'),
+    ([_svc([{'name': 'a' * 17}])], 'name must be 1 to 16'),
+    ([_svc([{'name': 'al/ice'}])], 'name must be 1 to 16'),
+    ([_svc([{'name': ''}])], 'name must be 1 to 16'),
+    ([_svc([{'hosts': ['a']}])], 'name must be 1 to 16'),
+    ([_svc([{'name': 'alice'}, {'name': 'alice'}])], 'given twice'),
+    ([_svc([{'name': 'alice', 'key': 0}])], 'key must be a whole number'),
+    ([_svc([{'name': 'alice', 'key': 'two'}])], 'key must be a whole number'),
+    ([_svc([{'name': 'alice', 'key': True}])], 'key must be a whole number'),
+    ([_svc([{'name': 'alice', 'hosts': 'a'}])], 'hosts must be a list'),
+    ([_svc([{'name': 'alice', 'hosts': ['nope']}])], 'hosts not in the inventory: nope'),
+    ([_svc([{'name': 'alice', 'public_key': 'A' * 51}])], 'public_key is not an x25519 public key'),
+    ([_svc([{'name': 'alice', 'public_key': PUB_A, 'hosts': ['a']}])], 'public_key and hosts are mutually'),
+    ([_svc([{'name': 'alice', 'public_key': PUB_A, 'key': 2}])], 'public_key and key are mutually'),
+    ([_svc([{'name': 'alice', 'hots': ['a']}])], 'unknown key'),
+    ([_svc([{'name': 'alice', 'state': 'gone'}])], 'state must be present or absent'),
+    ([_svc([{'name': 'alice', 'state': 'absent'}])], 'every client is absent'),
+    ([_svc({'name': 'alice'})], 'clients must be a list'),
+    ([_svc(['alice'])], 'each client must be a dict'),
+    ([dict(_svc([{'name': 'alice'}]), name='../x')], 'needs a name'),
+    ('notalist', 'onion_services must be a list'),
+]
+
+
+@pytest.mark.parametrize('services,expected', BAD)
+def test_bad_input_is_one_message(services, expected):
+    with pytest.raises(AnsibleFilterError) as info:
+        onion_clients({'web1': services}, backup_dir='/e', inventory=['a', 'web1'])
+    message = str(info.value)
+    assert message.startswith('onion_clients: ') and expected in message, message
+    assert '\n' not in message
+
+
+def test_key_material_never_in_messages():
+    with pytest.raises(AnsibleFilterError) as info:
+        onion_clients({'web1': [_svc([{'name': 'alice', 'public_key': PUB_A[:-2]}])]}, backup_dir='/e')
+    assert PUB_A[:-2] not in str(info.value)
+    bad_private = PRIV_A[:-1] + ('1' if PRIV_A[-1] != '1' else '9')
+    with pytest.raises(AnsibleFilterError) as info:
+        onion_clients({'web1': [_svc([{'name': 'alice', 'hosts': ['a']}])]}, backup_dir='/e',
+                      private_keys={'web1/admin/alice': bad_private})
+    assert 'client alice' in str(info.value) and bad_private[:10] not in str(info.value)
+    with pytest.raises(AnsibleFilterError, match='no private key'):
+        onion_clients({'web1': [_svc([{'name': 'alice', 'hosts': ['a']}])]}, backup_dir='/e', private_keys={})
+
+
+def test_input_and_backup_dir_required():
+    with pytest.raises(AnsibleFilterError, match='must be a dict'):
+        onion_clients([], backup_dir='/e')
+    with pytest.raises(AnsibleFilterError, match='backup_dir'):
+        onion_clients({}, backup_dir='')
