@@ -22,11 +22,11 @@ description:
     absent), C(public_key) (given, else null), C(id) (C(<server>/<service>/<client>), the key of a vault dict),
     C(escrow) (the private key's file on the controller,
     C(<backup_dir>/<server>/<service>/clients/<client>.<key>.x25519)) and C(needs_key) (present and without
-    C(public_key): its private key comes from the vault or the escrow).
+    C(public_key), so that its private key comes from the vault or the escrow).
   - With O(private_keys), returns instead what each service's C(authorized_clients) must be, a dict of service name
     to a list of C({name, public_key}) of its present clients (the public key given, or derived from the private
     key of O(private_keys)).
-  - Fails with one message naming the server, service and client, never a key, on a malformed entry: a client name
+  - Fails with one message naming the server, service and client, never a key, on a malformed entry, that is a client name
     that is not 1 to 16 letters, digits, C(-), C(_) or C(.); a name given twice in a service; a key generation that
     is not a whole number of 1 or more; C(hosts) that is not a list of inventory host names; a malformed
     C(public_key), or one given together with C(hosts) or C(key); a service with both C(clients) and

@@ -14,7 +14,7 @@ author:
 description:
   - Takes a client's x25519 private key (52 base32 characters, as in tor's C(.auth_private) files and as
     P(onionlab.tor.onion_client_key#lookup) returns it; a C(descriptor:x25519:) prefix is accepted) and returns its
-    public key, 52 base32 characters: what the service's
+    public key, 52 base32 characters, which is what the service's
     O(onionlab.tor.tor_hidden_service#module:authorized_clients[].public_key) takes.
   - Computed in pure Python on the controller (RFC 7748 X25519 with the base point).
   - A value that is not such a key fails with one message that never contains the value.
