@@ -48,6 +48,16 @@ options:
   private_keys:
     description: C(id) to the client's private key, for every present client without C(public_key).
     type: dict
+  host:
+    description:
+      - Only the clients whose C(hosts) name this inventory host (the credentials it gets or loses), each with
+        C(address), the service's onion address (with C(.onion)), from O(addresses), else from the file
+        C(<backup_dir>/<server>/<service>/hostname) that the P(onionlab.tor.onion_service#role) role writes.
+        Fails, naming the service and the file, when neither has it.
+    type: str
+  addresses:
+    description: Server to its C(onion_service_addresses) (service name to address), as set in this run.
+    type: dict
 seealso:
   - plugin: onionlab.tor.onion_client_key
     plugin_type: lookup
@@ -198,7 +208,37 @@ def _clients_of(server, service, index, backup_dir, inventory):
     return out
 
 
-def onion_clients(services_by_server, backup_dir=None, inventory=None, private_keys=None):
+def _read_address(entry, backup_dir):
+    path = os.path.join(backup_dir, entry["server"], entry["service"], "hostname")
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(200).decode("ascii", "replace").strip(), path
+    except OSError:
+        return None, path
+
+
+def _with_address(entry, backup_dir, addresses):
+    where = "%s: service %s: client %s" % (entry["server"], entry["service"], entry["name"])
+    address = (addresses.get(entry["server"]) or {}).get(entry["service"])
+    origin = "onion_service_addresses of %s" % entry["server"]
+    if not address:
+        address, origin = _read_address(entry, backup_dir)
+    if not address:
+        _fail(where, "the service's address is not known: %s sets no onion_service_addresses in this play and "
+                     "the escrow has no %s (run the onion_service role on %s first)"
+                     % (entry["server"], origin, entry["server"]))
+    address = str(address).strip().lower()
+    try:
+        onion.parse_onion_address(address if address.endswith(".onion") else address + ".onion")
+    except (TorError, ValueError):
+        _fail(where, "the service's address from %s is not a v3 onion address" % origin)
+    entry = dict(entry)
+    entry["address"] = address if address.endswith(".onion") else address + ".onion"
+    return entry
+
+
+def onion_clients(services_by_server, backup_dir=None, inventory=None, private_keys=None, host=None,
+                  addresses=None):
     if not isinstance(services_by_server, dict):
         raise AnsibleFilterError("onion_clients: the input must be a dict of server to its onion_services list")
     if not isinstance(backup_dir, str) or not backup_dir:
@@ -213,6 +253,10 @@ def onion_clients(services_by_server, backup_dir=None, inventory=None, private_k
             raise AnsibleFilterError("onion_clients: %s: onion_services must be a list" % server)
         for index, service in enumerate(services):
             out.extend(_clients_of(str(server), service, index, backup_dir, inventory))
+    if host is not None:
+        if not isinstance(addresses or {}, dict):
+            raise AnsibleFilterError("onion_clients: addresses must be a dict of server to its onion_service_addresses")
+        return [_with_address(e, backup_dir, addresses or {}) for e in out if host in e["hosts"]]
     if private_keys is None:
         return out
     if not isinstance(private_keys, dict):

@@ -98,3 +98,29 @@ def test_input_and_backup_dir_required():
         onion_clients([], backup_dir='/e')
     with pytest.raises(AnsibleFilterError, match='backup_dir'):
         onion_clients({}, backup_dir='')
+
+
+ADDRESS = '3zctsvlipa2huw7m6aue2pgg5smygco7l5wq4f4wfc4zuox473k7i7qd'
+
+
+def test_host_mode_picks_this_hosts_clients_with_addresses(tmp_path):
+    services = {'web1': [_svc([{'name': 'alice', 'hosts': ['a']}, {'name': 'bob', 'hosts': ['b'], 'state': 'absent'}])],
+                'web2': [dict(_svc([{'name': 'alice', 'hosts': ['a'], 'key': 3}]), name='wiki')],
+                'a': None}
+    (tmp_path / 'web2' / 'wiki').mkdir(parents=True)
+    (tmp_path / 'web2' / 'wiki' / 'hostname').write_text(ADDRESS.upper() + '.onion\n')
+    out = onion_clients(services, backup_dir=str(tmp_path), host='a', addresses={'web1': {'admin': ADDRESS}})
+    assert [(e['server'], e['service'], e['name'], e['key'], e['address']) for e in out] == [
+        ('web1', 'admin', 'alice', 1, ADDRESS + '.onion'), ('web2', 'wiki', 'alice', 3, ADDRESS + '.onion')]
+    (bob,) = onion_clients(services, backup_dir=str(tmp_path), host='b', addresses={'web1': {'admin': ADDRESS}})
+    assert bob['state'] == 'absent' and bob['name'] == 'bob'
+    assert onion_clients(services, backup_dir=str(tmp_path), host='nobody', addresses={}) == []
+
+
+def test_host_mode_unknown_or_bad_address(tmp_path):
+    services = {'web1': [_svc([{'name': 'alice', 'hosts': ['a']}])]}
+    with pytest.raises(AnsibleFilterError) as info:
+        onion_clients(services, backup_dir=str(tmp_path), host='a', addresses={})
+    assert "address is not known" in str(info.value) and str(tmp_path / 'web1' / 'admin' / 'hostname') in str(info.value)
+    with pytest.raises(AnsibleFilterError, match='not a v3 onion address'):
+        onion_clients(services, backup_dir=str(tmp_path), host='a', addresses={'web1': {'admin': ADDRESS[:-1] + 'a'}})
