@@ -23,7 +23,9 @@ Nothing a host runs may reach another address:
 
 * tor always gets a torrc written by the harness: ``DisableNetwork 1`` unless
   it joins the private network of ``privnet.py`` (then it gets our
-  DirAuthority lines + ``TestingTorNetwork 1`` and knows no other authority);
+  DirAuthority lines + ``TestingTorNetwork 1`` and knows no other authority),
+  and a ``ClientOnionAuthDir`` (``/var/lib/tor/onion_auth``, tor's, 0700) for
+  permanent client authorization keys;
 * ``/etc/resolv.conf`` names only 127.0.0.1;
 * apt's periodic timers are masked.
 
@@ -326,6 +328,22 @@ def claimed_ports(exclude_state=None):
     return ports
 
 
+CLIENT_AUTH_DIR = '/var/lib/tor/onion_auth'
+
+
+def _tor_ids(root):
+    """uid and gid of debian-tor in the host's tree (-1, -1 when it has none)."""
+    try:
+        with open(os.path.join(root, 'etc/passwd')) as f:
+            for line in f:
+                fields = line.split(':')
+                if fields[0] == 'debian-tor' and len(fields) > 3:
+                    return int(fields[2]), int(fields[3])
+    except OSError:
+        pass
+    return -1, -1
+
+
 def host_torrc(host, join_lines):
     lines = [
         '# written by tests/harness/hosts.py for %s' % host['name'],
@@ -333,6 +351,8 @@ def host_torrc(host, join_lines):
         'SocksPort 127.0.0.1:%d' % host['tor_socks_port'],
         'ControlPort 127.0.0.1:%d' % host['tor_control_port'],
         'CookieAuthentication 1',
+        # client authorization keys given with Flags=Permanent (the onion_client role) live here
+        'ClientOnionAuthDir %s' % CLIENT_AUTH_DIR,
     ]
     if join_lines:
         lines += ['# joins the private test network (privnet.py)'] + list(join_lines)
@@ -493,6 +513,11 @@ class HostBed:
                'Port %d\nListenAddress 127.0.0.1\nPermitRootLogin prohibit-password\n'
                'PasswordAuthentication no\nUseDNS no\n' % h['ssh_port'])
         _write(os.path.join(root, 'etc/tor/torrc'), host_torrc(h, self.join_lines))
+        # tor refuses to start when its ClientOnionAuthDir is missing: made here, tor's, 0700
+        auth_dir = os.path.join(root, CLIENT_AUTH_DIR.lstrip('/'))
+        os.makedirs(auth_dir, mode=0o700, exist_ok=True)
+        os.chmod(auth_dir, 0o700)
+        os.chown(auth_dir, *_tor_ids(root))
         # A host of the bed has no way out, as on CI machines: apt inside it fails at once
         # (a proxy nobody listens on) instead of reaching a mirror, so a role that would
         # download anything when the package is already there fails here too.
