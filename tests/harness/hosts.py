@@ -348,7 +348,8 @@ def host_torrc(host, join_lines):
     lines = [
         '# written by tests/harness/hosts.py for %s' % host['name'],
         'Nickname %s' % host['name'].replace('-', ''),
-        'SocksPort 127.0.0.1:%d' % host['tor_socks_port'],
+        # ExtendedErrors: tor's onion service reply codes (0xf0-0xf7, e.g. missing client authorization)
+        'SocksPort 127.0.0.1:%d ExtendedErrors' % host['tor_socks_port'],
         'ControlPort 127.0.0.1:%d' % host['tor_control_port'],
         'CookieAuthentication 1',
         # client authorization keys given with Flags=Permanent (the onion_client role) live here
