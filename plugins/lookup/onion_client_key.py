@@ -14,7 +14,7 @@ author:
   - onionlab.tor contributors (@onionlab)
 description:
   - Returns the x25519 private key (52 base32 characters, as in tor's C(.auth_private) files) held in each file
-    given, for v3 onion service client authorization, in the manner of P(ansible.builtin.password#lookup).
+    given, for v3 onion service client authorization, in the manner of the C(ansible.builtin.password) lookup.
   - When a file does not exist, a new key is generated (32 random bytes from C(os.urandom), clamped as
     RFC 7748 does), written to the file, mode C(0600), and returned. Missing directories are created with mode
     C(0700). The file appears complete or not at all (written under a temporary name, then linked into place
