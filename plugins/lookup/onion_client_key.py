@@ -138,9 +138,9 @@ def get_or_create(path):
     key = new_private_key()
     tmp = None
     try:
-        for attempt in range(100):
-            candidate = os.path.join(directory, ".%s.%d.%s.tmp" % (os.path.basename(path), os.getpid(),
-                                                                  os.urandom(4).hex()))
+        for dummy in range(100):
+            name = ".%s.%d.%s.tmp" % (os.path.basename(path), os.getpid(), os.urandom(4).hex())
+            candidate = os.path.join(directory, name)
             try:
                 fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
             except OSError as exc:
