@@ -7,6 +7,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 from ansible.errors import AnsibleError
@@ -113,13 +114,12 @@ def test_two_processes_agree_on_one_key(tmp_path):
             pass
         print(",".join(get_or_create(sys.argv[2] + "/k%%d" %% i) for i in range(40)))
     ''' % os.path.abspath(repo_collections))
-    import time
     start = str(time.time() + 1.0)
     procs = [subprocess.Popen([sys.executable, '-c', script, start, str(tmp_path / 'race')],
-                              stdout=subprocess.PIPE) for _ in range(2)]
+                              stdout=subprocess.PIPE) for dummy in range(2)]
     outs = []
     for p in procs:
-        out, _ = p.communicate(timeout=60)
+        out = p.communicate(timeout=60)[0]
         assert p.returncode == 0
         outs.append(out.decode().strip().split(','))
     assert outs[0] == outs[1]
