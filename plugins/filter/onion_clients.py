@@ -94,6 +94,8 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.onionlab.tor.plugins.filter.onion_service_generations import generations
+
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import client_auth
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import TorError
@@ -156,6 +158,10 @@ def _clients_of(server, service, index, backup_dir, inventory):
     if not isinstance(clients, list):
         _fail(where, "clients must be a list")
     service_absent = service.get("state", "present") == "absent"
+    # the service's key generations (service key rotation): the directory each lives in, and whether
+    # tor serves it; a client gets a credential for each address served, and loses the old one after
+    served = [(g["name"], g["generation"], g.get("state", "present"))
+              for g in generations([dict((k, v) for k, v in service.items() if k != "clients")])]
     out, seen = [], set()
     for number, client in enumerate(clients):
         cwhere = "%s: clients[%d]" % (where, number)
@@ -197,6 +203,7 @@ def _clients_of(server, service, index, backup_dir, inventory):
             state = "absent"
         out.append({
             "server": server, "service": name, "name": cname, "key": key, "hosts": list(hosts),
+            "generations": served,
             "state": state, "public_key": public_key,
             "id": "%s/%s/%s" % (server, name, cname),
             "escrow": os.path.join(backup_dir, server, name, "clients", "%s.%d.x25519" % (cname, key)),
@@ -208,8 +215,8 @@ def _clients_of(server, service, index, backup_dir, inventory):
     return out
 
 
-def _read_address(entry, backup_dir):
-    path = os.path.join(backup_dir, entry["server"], entry["service"], "hostname")
+def _read_address(entry, backup_dir, directory=None):
+    path = os.path.join(backup_dir, entry["server"], directory or entry["service"], "hostname")
     try:
         with open(path, "rb") as handle:
             return handle.read(200).decode("ascii", "replace").strip(), path
@@ -217,12 +224,36 @@ def _read_address(entry, backup_dir):
         return None, path
 
 
-def _with_address(entry, backup_dir, addresses):
+def _per_generation(entry, backup_dir, addresses, previous):
+    """The credentials of one client entry: one per address of the service that tor serves (the
+    current key generation, and the previous one during a rotation's overlap), and the removal of
+    the previous generation's once its overlap is over (when its address is known)."""
+    out = []
+    for directory, generation, state in entry.get("generations") or [(entry["service"], "current", "present")]:
+        if generation == "current":
+            out.append(_with_address(entry, backup_dir, addresses, directory))
+            continue
+        address = (previous.get(entry["server"]) or {}).get(entry["service"]) if state == "present" else None
+        if not address:
+            address = _read_address(entry, backup_dir, directory)[0]
+        if not address:
+            if state == "present" and entry["state"] == "present":
+                _fail("%s: service %s: client %s" % (entry["server"], entry["service"], entry["name"]),
+                      "the address of the previous key generation (%s) is not known" % directory)
+            continue
+        old = dict(entry, state=entry["state"] if state == "present" else "absent")
+        out.append(_with_address(old, backup_dir, {old["server"]: {old["service"]: address}}, directory))
+    for item in out:
+        item.pop("generations", None)
+    return out
+
+
+def _with_address(entry, backup_dir, addresses, directory=None):
     where = "%s: service %s: client %s" % (entry["server"], entry["service"], entry["name"])
     address = (addresses.get(entry["server"]) or {}).get(entry["service"])
     origin = "onion_service_addresses of %s" % entry["server"]
     if not address:
-        address, origin = _read_address(entry, backup_dir)
+        address, origin = _read_address(entry, backup_dir, directory)
     if not address:
         _fail(where, "the service's address is not known: %s sets no onion_service_addresses in this play and "
                      "the escrow has no %s (run the onion_service role on %s first)"
@@ -238,7 +269,7 @@ def _with_address(entry, backup_dir, addresses):
 
 
 def onion_clients(services_by_server, backup_dir=None, inventory=None, private_keys=None, host=None,
-                  addresses=None):
+                  addresses=None, previous_addresses=None):
     if not isinstance(services_by_server, dict):
         raise AnsibleFilterError("onion_clients: the input must be a dict of server to its onion_services list")
     if not isinstance(backup_dir, str) or not backup_dir:
@@ -256,7 +287,11 @@ def onion_clients(services_by_server, backup_dir=None, inventory=None, private_k
     if host is not None:
         if not isinstance(addresses or {}, dict):
             raise AnsibleFilterError("onion_clients: addresses must be a dict of server to its onion_service_addresses")
-        return [_with_address(e, backup_dir, addresses or {}) for e in out if host in e["hosts"]]
+        if not isinstance(previous_addresses or {}, dict):
+            raise AnsibleFilterError("onion_clients: previous_addresses must be a dict of server to its "
+                                     "onion_service_previous_addresses")
+        return [c for e in out if host in e["hosts"]
+                for c in _per_generation(e, backup_dir, addresses or {}, previous_addresses or {})]
     if private_keys is None:
         return out
     if not isinstance(private_keys, dict):

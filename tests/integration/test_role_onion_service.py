@@ -228,3 +228,68 @@ def test_pow_default_left_off_where_tor_cannot(tor, tmp_path):
                              onion_service_tor_binary=str(no_pow)), tmp_path)
     assert told.rc == 0, told.output
     assert pow_on(tor_blocks(tor)["web"])
+
+
+def _summary(tmp_path):
+    return dict((e["service"], e) for e in yaml.safe_load((tmp_path / "summary.yml").read_text()))
+
+
+def test_service_key_rotation_old_and_new_side_by_side_then_old_removed_keys_kept(tor, tmp_path):
+    """key: 2 gives the service a new key (a new address, directory shop.k2) while the old one is
+    still served until previous_until; once that has passed the old one leaves tor, and its key
+    stays on the host and in the escrow. Every run twice: the second changes nothing."""
+    (tmp_path / "svc").mkdir(mode=0o700)
+    shop = {"name": "shop", "ports": [{"port": 80, "target_port": 8080}]}
+    other = {"name": "blog", "ports": [{"port": 443, "target_port": 8443}]}
+    svc, escrow = tmp_path / "svc", tmp_path / "escrow" / "localhost"
+
+    def converge(services, label):
+        for attempt in ("first", "second"):
+            book = play(tor, tmp_path, services)
+            book[0]["tasks"] = [{"name": "addresses", "ansible.builtin.debug": {
+                "msg": "{{ [onion_service_addresses, onion_service_previous_addresses] }}"}}]
+            run = run_playbook(book, tmp_path)
+            assert run.rc == 0, (label, attempt, run.output)
+            if attempt == "second":
+                assert run.stats["localhost"]["changed"] == 0, (label, run.output)
+        return run.task("addresses")["result"]["msg"]
+
+    (current, previous) = converge([shop, other], "generation 1")
+    old = current["shop"]
+    assert previous == {} and old == onion.service_dir_address(str(svc / "shop"))
+    summary = _summary(tmp_path)
+    assert summary["shop"]["onion_location"] == "http://" + old and "previous_onion_address" not in summary["shop"]
+    assert summary["blog"]["onion_location"] == "https://" + current["blog"]     # port 443 only
+
+    # rotation: the new generation beside the old one
+    rotating = dict(shop, key=2, previous_until="2999-01-01")
+    (current, previous) = converge([rotating, other], "overlap")
+    new = current["shop"]
+    assert new != old and new == onion.service_dir_address(str(svc / "shop.k2"))
+    assert previous == {"shop": old}
+    assert sorted(tor_paths(tor)) == sorted(str(svc / n) for n in ("blog", "shop", "shop.k2"))
+    summary = _summary(tmp_path)
+    assert (summary["shop"]["onion_address"], summary["shop"]["previous_onion_address"],
+            summary["shop"]["previous_until"], summary["shop"]["key"]) == (new, old, "2999-01-01", 2)
+    assert summary["shop"]["onion_location"] == "http://" + new
+    for name in ("shop", "shop.k2"):             # the escrow holds both keys
+        assert (escrow / name / "hs_ed25519_secret_key").read_bytes() == \
+            (svc / name / "hs_ed25519_secret_key").read_bytes()
+
+    # the overlap is over: the old generation leaves tor; its key stays on the host and in escrow
+    (current, previous) = converge([dict(rotating, previous_until="2000-01-01"), other], "after")
+    assert current["shop"] == new and previous == {}
+    assert sorted(tor_paths(tor)) == sorted(str(svc / n) for n in ("blog", "shop.k2"))
+    assert (svc / "shop" / "hs_ed25519_secret_key").exists()
+    assert (escrow / "shop" / "hs_ed25519_secret_key").exists()
+    assert "previous_onion_address" not in _summary(tmp_path)["shop"]
+
+
+def test_bad_rotation_input_fails_before_anything_changes(tor, tmp_path):
+    (tmp_path / "svc").mkdir(mode=0o700)
+    for bad, message in (({"key": 0}, "key must be a whole number"),
+                         ({"key": 2, "previous_until": "soon"}, "previous_until must be a UTC date")):
+        run = run_playbook(play(tor, tmp_path, [dict({"name": "shop", "ports": [{"port": 80}]}, **bad)]), tmp_path)
+        assert run.rc != 0 and message in run.output, run.output
+        assert "Traceback" not in run.output
+        assert tor_paths(tor) == [] and not (tmp_path / "svc" / "shop").exists()

@@ -124,3 +124,35 @@ def test_host_mode_unknown_or_bad_address(tmp_path):
     assert "address is not known" in str(info.value) and str(tmp_path / 'web1' / 'admin' / 'hostname') in str(info.value)
     with pytest.raises(AnsibleFilterError, match='not a v3 onion address'):
         onion_clients(services, backup_dir=str(tmp_path), host='a', addresses={'web1': {'admin': ADDRESS[:-1] + 'a'}})
+
+
+OLD_ADDRESS = onion.service_id_of_key(onion.key_blob(bytes(bytearray([72] + [1] * 30 + [64] + [7] * 32))))
+
+
+def test_service_key_rotation_credentials_for_both_addresses_then_the_old_one_removed(tmp_path):
+    """A service with key: 2 and an overlap: the client gets a credential for the new address
+    (directory admin.k2) and for the old one (admin) while tor serves it; once the overlap is over,
+    the old one is taken away, the new one stays; the client's key (generation 1) is one and the same."""
+    clients = [{'name': 'alice', 'hosts': ['a']}]
+    during = {'web1': [_svc(clients, key=2, previous_until='2999-01-01')]}
+    out = onion_clients(during, backup_dir=str(tmp_path), host='a', addresses={'web1': {'admin': ADDRESS}},
+                        previous_addresses={'web1': {'admin': OLD_ADDRESS}})
+    assert [(e['address'], e['state'], e['escrow']) for e in out] == [
+        (ADDRESS + '.onion', 'present', str(tmp_path / 'web1' / 'admin' / 'clients' / 'alice.1.x25519')),
+        (OLD_ADDRESS + '.onion', 'present', str(tmp_path / 'web1' / 'admin' / 'clients' / 'alice.1.x25519'))]
+    # the server not in this play: both addresses from the escrow, one hostname file per generation
+    for directory, address in (('admin.k2', ADDRESS), ('admin', OLD_ADDRESS)):
+        (tmp_path / 'web1' / directory).mkdir(parents=True)
+        (tmp_path / 'web1' / directory / 'hostname').write_text(address + '.onion\n')
+    assert [e['address'] for e in onion_clients(during, backup_dir=str(tmp_path), host='a')] == \
+        [ADDRESS + '.onion', OLD_ADDRESS + '.onion']
+    after = {'web1': [_svc(clients, key=2, previous_until='2000-01-01')]}
+    out = onion_clients(after, backup_dir=str(tmp_path), host='a')
+    assert [(e['address'], e['state']) for e in out] == [(ADDRESS + '.onion', 'present'),
+                                                         (OLD_ADDRESS + '.onion', 'absent')]
+    # the old address never known (no escrow file): nothing to take away, no error
+    (tmp_path / 'web1' / 'admin' / 'hostname').unlink()
+    assert [e['address'] for e in onion_clients(after, backup_dir=str(tmp_path), host='a')] == [ADDRESS + '.onion']
+    # during the overlap the old address must be known
+    with pytest.raises(AnsibleFilterError, match='previous key generation'):
+        onion_clients(during, backup_dir=str(tmp_path), host='a')
