@@ -156,3 +156,19 @@ def run_playbook(playbook, tmp_path, extra_env=None, check=False, diff=False, ex
         data = json.loads(record.read_text())
         tasks, stats = data["tasks"], data["stats"]
     return PlaybookRun(proc.returncode, proc.stdout, proc.stderr, tasks, stats, str(book))
+
+
+def onion_service_play(control_port, tmp_path, services, **extra):
+    """A one-play playbook: the onion_service role on localhost against the tor at control_port,
+    every path of it (services, drop-in, escrow, summary) under tmp_path; extra role vars win."""
+    role_vars = dict({
+        "onion_service_control_port": control_port,
+        "onion_service_dir": str(tmp_path / "svc"),
+        "onion_service_tor_user": "root",
+        "onion_service_config_file": str(tmp_path / "onionlab.conf"),
+        "onion_service_backup_dir": str(tmp_path / "escrow"),
+        "onion_service_summary_file": str(tmp_path / "summary.yml"),
+        "onion_services": services,
+    }, **extra)
+    return [{"hosts": "localhost", "gather_facts": False, "vars": role_vars,
+             "roles": ["onionlab.tor.onion_service"]}]

@@ -11,7 +11,7 @@ import sys
 import yaml
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
-from harness.ansible_run import run_playbook
+from harness.ansible_run import onion_service_play, run_playbook
 from harness.fixtures import fetch_onion
 
 FETCH_DEADLINE = float(os.environ.get('ONIONLAB_FETCH_DEADLINE', '90'))
@@ -24,21 +24,11 @@ def _say(msg):
 def test_old_and_new_address_both_answer_during_the_overlap(privnet, http_backend, tmp_path):
     onion = privnet.onion
     (tmp_path / 'svc').mkdir(mode=0o700)
-    role_vars = {
-        'onion_service_control_port': onion.control_port,
-        'onion_service_dir': str(tmp_path / 'svc'),
-        'onion_service_tor_user': 'root',
-        'onion_service_config_file': str(tmp_path / 'onionlab.conf'),
-        'onion_service_backup_dir': str(tmp_path / 'escrow'),
-        'onion_service_summary_file': str(tmp_path / 'summary.yml'),
-        'onion_service_pow_supported': False,
-    }
     shop = {'name': 'shop', 'ports': [{'port': 80, 'target_port': http_backend.port}]}
 
     def converge(service):
-        book = [{'hosts': 'localhost', 'gather_facts': False, 'roles': ['onionlab.tor.onion_service'],
-                 'vars': dict(role_vars, onion_services=[service])}]
-        run = run_playbook(book, tmp_path)
+        run = run_playbook(onion_service_play(onion.control_port, tmp_path, [service],
+                                              onion_service_pow_supported=False), tmp_path)
         assert run.rc == 0, run.output
         (entry,) = yaml.safe_load((tmp_path / 'summary.yml').read_text())
         return entry

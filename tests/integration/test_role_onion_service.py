@@ -12,7 +12,7 @@ import yaml
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
-from harness.ansible_run import run_playbook
+from harness.ansible_run import onion_service_play, run_playbook
 
 
 def expanded_key():
@@ -24,17 +24,7 @@ def expanded_key():
 
 
 def play(tor, tmp_path, services, **extra):
-    role_vars = dict({
-        "onion_service_control_port": tor.control_port,
-        "onion_service_dir": str(tmp_path / "svc"),
-        "onion_service_tor_user": "root",
-        "onion_service_config_file": str(tmp_path / "onionlab.conf"),
-        "onion_service_backup_dir": str(tmp_path / "escrow"),
-        "onion_service_summary_file": str(tmp_path / "summary.yml"),
-        "onion_services": services,
-    }, **extra)
-    return [{"hosts": "localhost", "gather_facts": False, "vars": role_vars,
-             "roles": ["onionlab.tor.onion_service"]}]
+    return onion_service_play(tor.control_port, tmp_path, services, **extra)
 
 
 def tor_paths(tor):
