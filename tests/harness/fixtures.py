@@ -44,7 +44,7 @@ BIN = os.path.dirname(sys.executable)
 
 # What `from harness.fixtures import *` (tests/conftest.py) registers; the
 # helpers are imported by name where needed.
-__all__ = ['privnet', 'hostbed', 'http_backend']
+__all__ = ['privnet', 'hostbed', 'stockbed', 'http_backend']
 
 
 def _say(msg):
@@ -80,6 +80,26 @@ def hostbed(privnet):
     _say('%d hosts up in %.1fs (rootfs %s %.1fs, copy %.1fs, boot %.1fs)' % (
         bed.n, bed.timings['total'], 'built' if bed.timings['rootfs_built'] else 'cached',
         bed.timings['rootfs'], bed.timings['copy'], bed.timings['boot']))
+    try:
+        yield bed
+    finally:
+        bed.down()
+
+
+@pytest.fixture(scope='session')
+def stockbed():
+    """Hosts with tor as Debian ships it (stock /etc/tor/torrc, ControlSocket /run/tor/control,
+    cookie auth, the packaged systemd unit and its sandbox), offline (DisableNetwork 1): what an
+    operator's own Debian host looks like. ONIONLAB_STOCK_HOSTS hosts (default 1). A test that
+    breaks a host's tor must leave it as it found it."""
+    if os.geteuid() != 0:
+        pytest.skip('the multi-host bed needs root (systemd-nspawn)')
+    _hosts.ensure_packages()
+    if not shutil.which('systemd-nspawn'):
+        pytest.skip('systemd-nspawn is not available')
+    bed = _hosts.HostBed(n=int(os.environ.get('ONIONLAB_STOCK_HOSTS', '1')), name_prefix='stock', stock=True)
+    bed.up()
+    _say('%d stock hosts up in %.1fs' % (bed.n, bed.timings['total']))
     try:
         yield bed
     finally:

@@ -41,7 +41,7 @@ through those state files only, never by name.
 
 CLI::
 
-    python tests/harness/hosts.py up [--dir DIR] [-n 3] [--privnet PRIVNET_DIR] [--inventory-out FILE]
+    python tests/harness/hosts.py up [--dir DIR] [-n 3] [--privnet PRIVNET_DIR] [--stock] [--inventory-out FILE]
     python tests/harness/hosts.py inventory --dir DIR     # print the inventory (JSON = YAML)
     python tests/harness/hosts.py down --dir DIR
     python tests/harness/hosts.py cleanup [--all]
@@ -73,7 +73,8 @@ except ImportError:  # pragma: no cover
 PACKAGES = ['systemd', 'systemd-sysv', 'dbus', 'openssh-server', 'python3', 'python3-apt', 'tor', 'iproute2',
             'ca-certificates']
 # Bump when the base rootfs recipe changes: the cache key includes it.
-RECIPE_VERSION = 1
+# 2: Debian's packaged /etc/tor/torrc kept as STOCK_TORRC (stock hosts get it back).
+RECIPE_VERSION = 2
 MARKER = '.onionlab-rootfs.json'
 ESSENTIAL = ['usr/lib/systemd/systemd', 'usr/sbin/sshd', 'usr/bin/python3', 'usr/bin/tor',
              'etc/ssh/sshd_config', 'usr/share/tor/tor-service-defaults-torrc']
@@ -255,7 +256,9 @@ class RootfsCache:
         for d in glob.glob(os.path.join(root, 'var/cache/apt/archives/*.deb')):
             os.unlink(d)
         # The packaged default torrc would open SocksPort 9050 and go online:
-        # replace it with a disabled one until a host gets its own.
+        # replace it with a disabled one until a host gets its own; keep the
+        # package's file, byte for byte, for stock hosts.
+        shutil.copy2(os.path.join(root, 'etc/tor/torrc'), os.path.join(root, STOCK_TORRC.lstrip('/')))
         _write(os.path.join(root, 'etc/tor/torrc'), 'DisableNetwork 1\nSocksPort 0\n')
 
 
@@ -329,6 +332,9 @@ def claimed_ports(exclude_state=None):
 
 
 CLIENT_AUTH_DIR = '/var/lib/tor/onion_auth'
+# Debian's packaged /etc/tor/torrc, kept in the cached tree (every line a comment)
+STOCK_TORRC = '/etc/tor/torrc.onionlab-stock'
+DEFAULTS_TORRC = '/usr/share/tor/tor-service-defaults-torrc'
 
 
 def _tor_ids(root):
@@ -362,11 +368,40 @@ def host_torrc(host, join_lines):
     return '\n'.join(lines) + '\n'
 
 
+# Offline without DisableNetwork: with `User` set and DisableNetwork 1 at start, tor 0.4.9 never
+# opens a unix ControlSocket (it defers unix listeners past the privileged phase and retries
+# listeners only while the network is enabled; measured: the socket appears 1 s after start
+# without DisableNetwork, never with it). So a stock host's tor knows one directory authority, on
+# 127.0.0.1:1 where nothing listens, and no fallback directories: all it ever dials is that.
+STOCK_OFFLINE_LINES = (
+    'UseDefaultFallbackDirs 0',
+    'DirAuthority onionlaboffline orport=1 127.0.0.1:1 0000000000000000000000000000000000000000',
+)
+
+
+def stock_defaults_torrc(text, host, join_lines):
+    """Debian's tor-service-defaults-torrc for a stock host: as packaged (ControlSocket
+    /run/tor/control, cookie /run/tor/control.authcookie, DataDirectory /var/lib/tor) except
+    that its TCP SocksPort 9050, which every host would share, becomes the host's own port on
+    127.0.0.1, and the lines that keep tor off the real network come last."""
+    out = []
+    for line in text.splitlines():
+        if line.split() == ['SocksPort', '9050']:
+            line = 'SocksPort 127.0.0.1:%d ExtendedErrors' % host['tor_socks_port']
+        out.append(line)
+    out.append('# onionlab testbed: the network this host may use (/etc/tor/torrc is the stock one)')
+    out += list(join_lines) if join_lines else list(STOCK_OFFLINE_LINES)
+    return '\n'.join(out) + '\n'
+
+
 class HostBed:
     """N hosts; ``with HostBed(n=3) as bed: bed.inventory_path ...``"""
 
     def __init__(self, n=3, base_dir=None, privnet_join_lines=None, name_prefix='host',
-                 boot_timeout=120.0, grace=15.0, layout=None):
+                 boot_timeout=120.0, grace=15.0, layout=None, stock=False):
+        """stock: the hosts run tor as Debian ships it (stock /etc/tor/torrc, ControlSocket
+        /run/tor/control and its cookie, no ControlPort, no ClientOnionAuthDir), kept off the
+        real network by the last lines of the defaults torrc (see stock_defaults_torrc)."""
         if n < 1:
             raise ValueError('n must be >= 1')
         # 'overlay': an overlayfs per host over the cached tree (instant, a few MB each);
@@ -379,6 +414,7 @@ class HostBed:
         os.makedirs(self.base_dir, mode=0o700, exist_ok=True)
         self.join_lines = list(privnet_join_lines or [])
         self.name_prefix = name_prefix
+        self.stock = stock
         self.boot_timeout = boot_timeout
         self.grace = grace
         self.run_id = uuid.uuid4().hex[:6]
@@ -398,7 +434,7 @@ class HostBed:
             'owner_pid': self.owner_pid,
             'owner_starttime': privnet.proc_starttime(self.owner_pid) if self.owner_pid else None,
             'key': self.key, 'inventory': self.inventory_path, 'hosts': self.hosts,
-            'joined_privnet': bool(self.join_lines), 'timings': self.timings, 'layout': self.layout,
+            'joined_privnet': bool(self.join_lines), 'stock': self.stock, 'timings': self.timings, 'layout': self.layout,
         }
 
     def save(self):
@@ -513,7 +549,15 @@ class HostBed:
         _write(os.path.join(root, 'etc/ssh/sshd_config.d/onionlab-testbed.conf'),
                'Port %d\nListenAddress 127.0.0.1\nPermitRootLogin prohibit-password\n'
                'PasswordAuthentication no\nUseDNS no\n' % h['ssh_port'])
-        _write(os.path.join(root, 'etc/tor/torrc'), host_torrc(h, self.join_lines))
+        if self.stock:
+            shutil.copy2(os.path.join(root, STOCK_TORRC.lstrip('/')), os.path.join(root, 'etc/tor/torrc'))
+            defaults = os.path.join(root, DEFAULTS_TORRC.lstrip('/'))
+            with open(defaults) as f:
+                text = f.read()
+            _write(defaults, stock_defaults_torrc(text, h, self.join_lines))
+            h['stock'] = True
+        else:
+            _write(os.path.join(root, 'etc/tor/torrc'), host_torrc(h, self.join_lines))
         # tor refuses to start when its ClientOnionAuthDir is missing: made here, tor's, 0700
         auth_dir = os.path.join(root, CLIENT_AUTH_DIR.lstrip('/'))
         os.makedirs(auth_dir, mode=0o700, exist_ok=True)
@@ -577,10 +621,14 @@ class HostBed:
             hosts[h['name']] = {
                 'ansible_host': '127.0.0.1', 'ansible_port': h['ssh_port'],
                 'testbed_machine': h['machine'],
-                'testbed_tor_control_port': h['tor_control_port'],
                 'testbed_tor_socks_port': h['tor_socks_port'],
                 'testbed_tor_or_port': h['tor_or_port'],
+                'testbed_stock': bool(h.get('stock')),
             }
+            if h.get('stock'):
+                hosts[h['name']]['testbed_tor_control_socket'] = '/run/tor/control'
+            else:
+                hosts[h['name']]['testbed_tor_control_port'] = h['tor_control_port']
         return {'all': {'children': {'testbed': {
             'hosts': hosts,
             'vars': {
@@ -761,7 +809,7 @@ def cmd_up(args):
             return 1
         teardown_state(old)
     join = _privnet_join_lines(args.privnet) if args.privnet else None
-    bed = HostBed(n=args.n, base_dir=args.dir, privnet_join_lines=join)
+    bed = HostBed(n=args.n, base_dir=args.dir, privnet_join_lines=join, stock=args.stock)
     # A SIGTERM during up tears down what was started (as SIGINT does).
     signal.signal(signal.SIGTERM, _interrupt)
     bed.up()
@@ -836,6 +884,8 @@ def main(argv=None):
     s.add_argument('-n', type=int, default=3)
     s.add_argument('--privnet', metavar='PRIVNET_DIR', help='join the privnet.py network started in this dir')
     s.add_argument('--inventory-out', help='also write the inventory here')
+    s.add_argument('--stock', action='store_true',
+                   help="tor as Debian ships it: stock /etc/tor/torrc, control socket /run/tor/control")
     s = sub.add_parser('down')
     s.add_argument('--dir', required=True)
     s = sub.add_parser('cleanup')

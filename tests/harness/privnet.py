@@ -64,6 +64,7 @@ import glob
 import hashlib
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -120,17 +121,44 @@ def _registry_entry(d):
     return os.path.join(reg, 'privnet-%s.json' % hashlib.sha256(d.encode()).hexdigest()[:12])
 
 
+def _listen_port_pool():
+    """Ports to listen on: below the kernel's ephemeral range (ip_local_port_range), where the
+    outgoing connections of every other process (other tors, ssh, ansible) take their source
+    ports, so a port found free there can be taken before our tor binds it; above 10000."""
+    try:
+        with open('/proc/sys/net/ipv4/ip_local_port_range') as f:
+            lo, hi = (int(x) for x in f.read().split())
+    except (OSError, ValueError):
+        lo, hi = 32768, 60999
+    if lo - 10000 >= 4096:
+        return range(10000, lo)
+    return range(hi + 1, 65536)
+
+
 def free_ports(n, host='127.0.0.1'):
-    """Return n distinct free TCP ports on host (all held open until chosen)."""
+    """Return n distinct free TCP ports on host, picked at random outside the ephemeral range
+    (so concurrent runs on one host rarely even try the same one) and each checked by binding
+    it; all held open until chosen."""
+    pool = _listen_port_pool()
+    rng = random.SystemRandom()
     socks, ports = [], []
     try:
-        while len(ports) < n:
+        for _ in range(200 * n):
+            if len(ports) == n:
+                break
+            port = rng.choice(pool)
+            if port in ports:
+                continue
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind((host, 0))
+            try:
+                s.bind((host, port))
+            except OSError:
+                s.close()
+                continue
             socks.append(s)
-            port = s.getsockname()[1]
-            if port not in ports:
-                ports.append(port)
+            ports.append(port)
+        if len(ports) < n:
+            raise OSError('no %d free ports on %s in %d-%d' % (n, host, pool.start, pool.stop - 1))
     finally:
         for s in socks:
             s.close()
@@ -306,8 +334,9 @@ class Node:
         self.write_torrc()
         self.proc = subprocess.Popen(
             [TOR, '-f', self.torrc, '--defaults-torrc', '/dev/null'],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=open(os.path.join(self.datadir, 'stderr.log'), 'wb'),
+            # tor writes what stops it before its log is open (bad torrc, a taken port) to stdout
+            stdin=subprocess.DEVNULL, stdout=open(os.path.join(self.datadir, 'stderr.log'), 'wb'),
+            stderr=subprocess.STDOUT,
             start_new_session=True, close_fds=True)
         self.starttime = proc_starttime(self.proc.pid)
 

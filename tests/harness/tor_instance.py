@@ -12,13 +12,17 @@ import tempfile
 import time
 from pathlib import Path
 
+try:  # imported as harness.tor_instance (pytest) or from this directory
+    from .privnet import free_ports as _free_ports
+except ImportError:  # pragma: no cover
+    from privnet import free_ports as _free_ports
+
 TOR = os.environ.get("ONIONLAB_TOR", "tor")
 
 
 def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free loopback port outside the kernel's ephemeral range (harness.privnet.free_ports)."""
+    return _free_ports(1)[0]
 
 
 def hash_password(password):

@@ -56,6 +56,28 @@ def test_each_host_runs_tor(hostbed):
             assert c.protocol_info is not None
 
 
+def test_stock_host_is_debian_as_shipped(stockbed):
+    """A stock host: Debian's packaged torrc byte for byte, the packaged unit and its sandbox, the
+    control socket and cookie where Debian puts them, no ControlPort; the modules find them with
+    no control parameters at all."""
+    h = stockbed.hosts[0]
+    root = h['root']
+    with open(os.path.join(root, 'etc/tor/torrc'), 'rb') as f, \
+            open(os.path.join(root, hb.STOCK_TORRC.lstrip('/')), 'rb') as g:
+        stock = f.read()
+        assert stock == g.read()
+    assert all(not line.strip() or line.startswith(b'#') for line in stock.splitlines())
+    rc, _results, out = ansible_adhoc(stockbed.inventory_path, 'all', 'shell',
+                                      'systemctl is-active tor@default && stat -c %F /run/tor/control '
+                                      '&& systemctl show -p ReadWritePaths tor@default && ss -Htln')
+    assert rc == 0, out
+    assert 'socket' in out and '/var/lib/tor' in out, out
+    assert ':9050 ' not in out and ':9051 ' not in out, out
+    rc, results, out = ansible_adhoc(stockbed.inventory_path, 'all', 'onionlab.tor.tor_hidden_service_info')
+    assert rc == 0 and set(results.values()) == {'SUCCESS'}, out
+    assert '"hidden_services": []' in out, out
+
+
 def test_no_host_reaches_a_package_mirror(hostbed):
     """apt inside a host fails at once, as it does on CI machines without a way out."""
     t0 = time.monotonic()

@@ -115,6 +115,16 @@ def refusal(socks_port, address, token, username=None, deadline=REFUSAL_DEADLINE
         time.sleep(1.0)
 
 
+def _hs_lines(path, last=80):
+    """The last onion-service lines of a tor info log (what a failed fetch needs to be understood)."""
+    try:
+        with open(str(path)) as handle:
+            lines = [l.rstrip() for l in handle if re.search(r'hs_|rend|intro|onion|descriptor', l, re.I)]
+    except OSError as exc:
+        return '(no log: %s)' % exc
+    return '\n'.join(lines[-last:])
+
+
 def test_key_given_and_taken_over_the_control_port(privnet, http_backend, tmp_path):
     onion = privnet.onion
     base = tmp_path / 'services'
@@ -138,8 +148,10 @@ def test_key_given_and_taken_over_the_control_port(privnet, http_backend, tmp_pa
         assert run.rc == 0, run.output
         made = json.loads(saved.read_text())
         address, laptop = made['address'], made['client']
+        client_log = tmp_path / 'client-info.log'
         client = privnet.add_tor('caclient', ['SocksPort 127.0.0.1:%d ExtendedErrors' % extended,
-                                              'ClientOnionAuthDir %s' % auth_dir], socks=True)
+                                              'ClientOnionAuthDir %s' % auth_dir,
+                                              'Log info file %s' % client_log], socks=True)
         t_client = time.monotonic() - t0
 
         # no key yet: tor refuses the service (and keeps the descriptor it could not decrypt)
@@ -157,7 +169,11 @@ def test_key_given_and_taken_over_the_control_port(privnet, http_backend, tmp_pa
         given = run.task('give')['result']
         assert given['changed'] is True and given['credential']['public_key'] == laptop['public_key']
         assert laptop['private_key'] not in run.output
-        body, took_fetch, attempts = fetch_onion(extended, address, deadline=FETCH_DEADLINE)
+        try:
+            body, took_fetch, attempts = fetch_onion(extended, address, deadline=FETCH_DEADLINE)
+        except AssertionError as exc:
+            raise AssertionError('%s\nclient tor, onion-service lines of its info log:\n%s' % (
+                exc, _hs_lines(client_log)))
         assert body == http_backend.token
         assert client.pid == pid and client.running()          # no restart
         with open(os.path.join(str(auth_dir), address[:-len('.onion')] + '.auth_private')) as handle:
