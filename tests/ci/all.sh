@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# Runs every test step in tests/ci/NN-*.sh in order, timing each; stops at the first failure.
+# Runs every test step in tests/ci/NN-*.sh, timing each; a failed step fails the run.
 # Called by `./run test` (which has set up .venv and PATH). One step: `bash tests/ci/all.sh 10-pytest`,
 # with arguments for that step after its name (`./run test 10-pytest -k consensus`).
+#
+# Two lanes at once (ONIONLAB_CI_LANES=1 for one after the other): 10-pytest, the long one, alone, and
+# every other step in order beside it; each line of a step's output is prefixed with its name and also
+# kept in .build/ci/<step>.log. A lane stops at its first failed step; the other lane runs to its end.
+# What both lanes use is made before they start (the ansible-core 2.17 venv).
+#
 # The steps run where the clone's parent directory holds nothing but the clone (a private mount
 # namespace, tests/utils/isolated.sh; its first line says whether): no step may read beside the clone,
 # since a user's clone has nothing there.
@@ -12,22 +18,94 @@ if [ -z "${ONIONLAB_ISOLATED:-}" ]; then
 fi
 only="${1:-}"
 total_start=$(date +%s)
-passed=0
-for step in tests/ci/[0-9][0-9]-*.sh; do
-    name=$(basename "$step" .sh)
-    if [ -n "$only" ] && [ "$name" != "$only" ]; then continue; fi
+mkdir -p .build/ci
+
+# run_step NAME [ARGS...]: one step, timed; returns its status.
+run_step() {
+    local name=$1 start rc=0
+    shift
     printf '\n==== %s\n' "$name"
     start=$(date +%s)
-    if ! bash "$step" "${@:2}"; then
+    bash "tests/ci/$name.sh" "$@" || rc=$?
+    if [ "$rc" -ne 0 ]; then
         printf '==== %s FAILED after %ss\n' "$name" "$(( $(date +%s) - start ))"
-        printf 'steps: %d passed, 1 failed\n' "$passed"
-        exit 1
+    else
+        printf '==== %s passed in %ss\n' "$name" "$(( $(date +%s) - start ))"
     fi
-    passed=$((passed + 1))
-    printf '==== %s passed in %ss\n' "$name" "$(( $(date +%s) - start ))"
+    return "$rc"
+}
+
+# lane RESULT_FILE STEP...: the steps in order, output prefixed; stops at the first failure.
+lane() {
+    local result=$1 name passed=0
+    shift
+    for name in "$@"; do
+        if run_step "$name" 2>&1 | tee ".build/ci/$name.log" | sed -u "s/^/[$name] /"; then
+            passed=$((passed + 1))
+        else
+            echo "$passed passed, failed: $name" > "$result"
+            return 1
+        fi
+    done
+    echo "$passed passed" > "$result"
+}
+
+steps=()
+for step in tests/ci/[0-9][0-9]-*.sh; do
+    steps+=("$(basename "$step" .sh)")
 done
-if [ "$passed" -eq 0 ]; then
+
+if [ -n "$only" ]; then
+    for name in "${steps[@]}"; do
+        if [ "$name" = "$only" ]; then
+            if run_step "$name" "${@:2}"; then
+                printf 'steps: 1 passed, 0 failed\n'
+                exit 0
+            fi
+            printf 'steps: 0 passed, 1 failed\n'
+            exit 1
+        fi
+    done
     echo "no step matched '$only'" >&2
+    exit 1
+fi
+
+if [ "${ONIONLAB_CI_LANES:-2}" = 1 ]; then
+    passed=0
+    for name in "${steps[@]}"; do
+        if ! run_step "$name"; then
+            printf 'steps: %d passed, 1 failed\n' "$passed"
+            exit 1
+        fi
+        passed=$((passed + 1))
+    done
+    printf '\n==== all steps passed in %ss\n' "$(( $(date +%s) - total_start ))"
+    printf 'steps: %d passed, 0 failed\n' "$passed"
+    exit 0
+fi
+
+# Both lanes need the ansible-core 2.17 venv (10-pytest, 20-sanity): made once, before they start.
+bash tests/utils/core-venv.sh 2.17 > /dev/null
+rest=()
+for name in "${steps[@]}"; do
+    [ "$name" = 10-pytest ] || rest+=("$name")
+done
+rm -f .build/ci/lane-*.result .build/ci/*.log
+lane .build/ci/lane-pytest.result 10-pytest &
+pid_pytest=$!
+lane .build/ci/lane-rest.result "${rest[@]}" &
+pid_rest=$!
+rc=0
+wait "$pid_pytest" || rc=1
+wait "$pid_rest" || rc=1
+printf '\n==== lanes: 10-pytest: %s; the other steps: %s; %ss in all\n' \
+    "$(cat .build/ci/lane-pytest.result 2>/dev/null || echo 'no result')" \
+    "$(cat .build/ci/lane-rest.result 2>/dev/null || echo 'no result')" "$(( $(date +%s) - total_start ))"
+grep -h '^==== .* \(passed in\|FAILED after\)' .build/ci/*.log | sed 's/^==== /  /' || true
+passed=$(cat .build/ci/*.log | grep -c '^==== .* passed in' || true)
+failed=$(cat .build/ci/*.log | grep -c '^==== .* FAILED after' || true)
+if [ "$rc" -ne 0 ] || [ "$failed" -ne 0 ]; then
+    printf 'steps: %d passed, %d failed\n' "$passed" "$((failed > 0 ? failed : 1))"
     exit 1
 fi
 printf '\n==== all steps passed in %ss\n' "$(( $(date +%s) - total_start ))"
