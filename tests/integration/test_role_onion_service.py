@@ -283,3 +283,110 @@ def test_bad_rotation_input_fails_before_anything_changes(tor, tmp_path):
         assert run.rc != 0 and message in run.output, run.output
         assert "Traceback" not in run.output
         assert tor_paths(tor) == [] and not (tmp_path / "svc" / "shop").exists()
+
+
+# ---- issue 14: client keys escrowed and never printed; pruning only what the role made; checks before writing
+
+
+def _mode(path):
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_authorized_client_without_public_key_escrowed_never_printed(tor, tmp_path):
+    """An authorized_clients entry without public_key: the key pair is made on the controller, in the escrow
+    (0600 in 0700 directories), never by the module, and no private key appears in the output of a -vvv run
+    (nor in the recorded results); the service gets its public half; a rerun keeps it and changes nothing."""
+    (tmp_path / "svc").mkdir(mode=0o700)
+    services = [{"name": "admin", "ports": [{"port": 80, "target_port": 8080}],
+                 "authorized_clients": [{"name": "alice"}, {"name": "bob", "public_key": onion.generate_client_keypair()[1]}]}]
+    run = run_playbook(play(tor, tmp_path, services), tmp_path, extra_args=["-vvv"])
+    assert run.rc == 0, run.output
+    escrow = tmp_path / "escrow" / "localhost" / "admin" / "clients" / "alice.1.x25519"
+    assert escrow.exists(), run.output
+    assert _mode(escrow) == 0o600
+    for directory in (escrow.parent, escrow.parent.parent, escrow.parent.parent.parent, tmp_path / "escrow"):
+        assert _mode(directory) == 0o700, directory
+    private = escrow.read_text().strip()
+    assert len(private) == 52
+    record = "\n".join(p.read_text() for p in (tmp_path / "ansible-run").glob("record-*.json"))
+    for text in (run.stdout, run.stderr, record):
+        assert private not in text and private.lower() not in text
+    assert str(escrow) in run.stdout                                 # the role says where the key is
+    from ansible_collections.onionlab.tor.plugins.filter.x25519_public_key import x25519_public_key
+    auth = (tmp_path / "svc" / "admin" / "authorized_clients" / "alice.auth").read_text()
+    assert x25519_public_key(private) in auth
+    again = run_playbook(play(tor, tmp_path, services), tmp_path, extra_args=["-vvv"])
+    assert again.rc == 0 and again.stats["localhost"]["changed"] == 0, again.output
+    assert escrow.read_text().strip() == private and private not in again.output
+
+
+def _module_service(tor, tmp_path, name):
+    """A service made with the single module (as a guide does), in the role's drop-in."""
+    run = run_playbook([{"onionlab.tor.tor_hidden_service": {
+        "path": str(tmp_path / "svc" / name), "ports": [{"port": 80}], "control_port": tor.control_port,
+        "config_file": str(tmp_path / "onionlab.conf")}}], tmp_path)
+    assert run.rc == 0, run.output
+
+
+def test_prune_removes_only_what_the_role_made(tor, tmp_path):
+    """A service made with the module alone into the role's drop-in is never pruned by the role; a service
+    the role made and that is dropped from the list is. The record is 0600 beside the drop-in."""
+    (tmp_path / "svc").mkdir(mode=0o700)
+    _module_service(tor, tmp_path, "manual")
+    web = {"name": "web", "ports": [{"port": 80}]}
+    blog = {"name": "blog", "ports": [{"port": 80}]}
+    run = run_playbook(play(tor, tmp_path, [web, blog]), tmp_path)
+    assert run.rc == 0, run.output
+    assert sorted(tor_paths(tor)) == sorted(str(tmp_path / "svc" / n) for n in ("blog", "manual", "web"))
+    record = tmp_path / ".onionlab.conf.role-owned.json"
+    assert _mode(record) == 0o600
+    assert yaml.safe_load(record.read_text())["services"] == sorted(str(tmp_path / "svc" / n) for n in ("blog", "web"))
+    pruned = run_playbook(play(tor, tmp_path, [web]), tmp_path)
+    assert pruned.rc == 0, pruned.output
+    assert sorted(tor_paths(tor)) == sorted(str(tmp_path / "svc" / n) for n in ("manual", "web"))
+    assert yaml.safe_load(record.read_text())["services"] == [str(tmp_path / "svc" / "web")]
+    again = run_playbook(play(tor, tmp_path, [web]), tmp_path)
+    assert again.rc == 0 and again.stats["localhost"]["changed"] == 0, again.output
+
+
+def test_misspelt_variable_and_empty_list_fail_naming_the_fix(tor, tmp_path):
+    """onion_service (or onion_servics) for onion_services fails naming it and the right name; an empty
+    onion_services where the role's services run fails naming them unless onion_service_remove_all; tor
+    keeps its services meanwhile."""
+    (tmp_path / "svc").mkdir(mode=0o700)
+    web = {"name": "web", "ports": [{"port": 80}]}
+    assert run_playbook(play(tor, tmp_path, [web]), tmp_path).rc == 0
+    web_path = str(tmp_path / "svc" / "web")
+    for typo in ("onion_service", "onion_servics"):
+        run = run_playbook(play(tor, tmp_path, [], **{typo: [web]}), tmp_path)
+        assert run.rc != 0, run.output
+        assert "unknown variable(s) %s (did you mean onion_services?)" % typo in run.output, run.output
+        assert run.stats["localhost"]["changed"] == 0
+        assert tor_paths(tor) == [web_path]
+    empty = run_playbook(play(tor, tmp_path, []), tmp_path)
+    assert empty.rc != 0, empty.output
+    assert "onion_services is empty on localhost" in empty.output and web_path in empty.output, empty.output
+    assert "onion_service_remove_all: true" in empty.output
+    assert tor_paths(tor) == [web_path]
+    meant = run_playbook(play(tor, tmp_path, [], onion_service_remove_all=True), tmp_path)
+    assert meant.rc == 0, meant.output
+    assert tor_paths(tor) == []
+    assert (tmp_path / "svc" / "web" / "hs_ed25519_secret_key").exists()
+
+
+def test_internal_variable_list_names_every_variable_the_role_sets():
+    """tasks/checks.yml fails on onion_servi* names that are neither options nor in vars/main.yml's list
+    of the role's own names: every fact, register, loop and task variable of the tasks must be listed."""
+    import re
+    role = __import__("pathlib").Path(__file__).resolve().parents[2] / "roles" / "onion_service"
+    listed = set(yaml.safe_load((role / "vars" / "main.yml").read_text())["onion_service_internal_variables"])
+    listed |= set(yaml.safe_load((role / "vars" / "main.yml").read_text()))
+    options = set(yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())
+                  ["argument_specs"]["main"]["options"])
+    found = set()
+    for path in (role / "tasks").glob("*.yml"):
+        text = path.read_text()
+        found |= set(re.findall(r"^\s+(onion_servi\w*):", text, re.M))
+        found |= set(re.findall(r"(?:register|loop_var|index_var):\s*(onion_servi\w*)", text))
+    missing = sorted(found - listed - options)
+    assert not missing, missing
