@@ -390,3 +390,34 @@ def test_internal_variable_list_names_every_variable_the_role_sets():
         found |= set(re.findall(r"(?:register|loop_var|index_var):\s*(onion_servi\w*)", text))
     missing = sorted(found - listed - options)
     assert not missing, missing
+
+
+def test_bad_entry_fails_before_anything_is_written(tor, tmp_path):
+    """Issue 14 point 5: a present service without ports fails the spec at the role's start (a vault key of
+    another service is not installed); an entry tor's limits refuse fails the module's check-mode pass
+    before restore.yml writes the escrowed key of a service whose directory the host lost; the message is
+    the module's (readable although the task is no_log), with no key in it."""
+    (tmp_path / "svc").mkdir(mode=0o700)
+    blob = onion.key_blob(expanded_key())
+    vaulted = {"name": "vaulted2", "ports": [{"port": 80}]}
+    run = run_playbook(play(tor, tmp_path, [vaulted, {"name": "noports"}],
+                            onion_service_private_keys={"vaulted2": blob}), tmp_path)
+    assert run.rc != 0, run.output
+    assert "state is present but all of the following are missing: ports" in run.output, run.output
+    assert blob.split(":")[1] not in run.output
+    assert tor_paths(tor) == [] and not (tmp_path / "svc" / "vaulted2").exists()
+    # an absent entry needs no ports
+    assert run_playbook(play(tor, tmp_path, [{"name": "old", "state": "absent"}]), tmp_path).rc == 0
+
+    web = {"name": "web", "ports": [{"port": 80}]}
+    assert run_playbook(play(tor, tmp_path, [web]), tmp_path).rc == 0
+    shutil.rmtree(str(tmp_path / "svc" / "web"))
+    bad = {"name": "blog", "ports": [{"port": 80}], "options": {"num_intro_points": 99}}
+    run = run_playbook(play(tor, tmp_path, [web, bad], onion_service_private_keys={"blog": blob}), tmp_path)
+    assert run.rc != 0, run.output
+    assert "were refused before anything was written on the host" in run.output, run.output
+    assert "num_intro_points" in run.output, run.output
+    assert blob.split(":")[1] not in run.output and "Traceback" not in run.output
+    assert not (tmp_path / "svc" / "web").exists()          # the escrowed key was not restored
+    assert not (tmp_path / "svc" / "blog").exists()
+    assert tor_paths(tor) == [str(tmp_path / "svc" / "web")]
