@@ -241,8 +241,13 @@ options:
     type: bool
     default: true
 notes:
-  - Where tor runs under its AppArmor profile (Debian and Ubuntu ship one, C(system_tor)), tor can only use service
-    directories below C(/var/lib/tor/); elsewhere it refuses the configuration and the module reports tor's warning.
+  - Tor can only use a service directory it may write. Debian's C(tor@default) unit lets it write only below
+    C(/var/lib/tor), C(/var/log/tor) and C(/run) (C(ProtectSystem=full), C(ReadOnlyDirectories=/)), and its AppArmor
+    profile C(system_tor), where AppArmor is active, only below C(/var/lib/tor/); given another directory, tor exits.
+    So before anything is sent, when tor runs on the target, the module reads where it may write (the mounts of
+    tor's mount namespace, C(/proc/PID/mountinfo), and its AppArmor profile) and refuses a new O(path) outside it,
+    naming the allowed places and the fix (a directory below C(/var/lib/tor), or a C(ReadWritePaths=) drop-in for
+    the unit).
   - Tor does not report the ports of ephemeral services; the module records what it asked for in
     C(onionlab-ephemeral-services.json) in tor's DataDirectory (no keys) to answer idempotently.
 seealso:

@@ -26,6 +26,7 @@ import time
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import capabilities
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import sandbox as _sandbox
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.lock import DEFAULT_TIMEOUT, TorLock
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import (
     ConnectionFailed, OperationFailed, ProtocolError, TorError, UnrecognizedKey)
@@ -56,8 +57,9 @@ class TorFacts(object):
     """What we need to know about the tor we talk to, read in one GETINFO and one GETCONF."""
 
     def __init__(self, ctl):
-        info = ctl.get_info("config-file", "process/uid", "process/user", "version")
+        info = ctl.get_info("config-file", "process/pid", "process/uid", "process/user", "version")
         self.config_file = info.get("config-file") or None
+        self.pid = info.get("process/pid") or None
         try:
             self.uid = int(info.get("process/uid"))
         except (TypeError, ValueError):
@@ -173,11 +175,12 @@ class PersistentState(object):
     clients: {path: read_authorized_clients()} of each service in the block or desired.
     keys: {path: the 64-byte key the directory holds (None: none)} of each key to install;
       key_addresses: {path: the address of that key} where it is not the key to install.
+    sandbox: where tor may write (sandbox.Sandbox; None: not known, nothing is refused).
     """
 
     def __init__(self, block, persist=False, drop_in=None, include=True, drop_in_text=None, config_file=None,
                  torrc_dirs=None, included=True, torrc_refusal=None, uid=None, user=None, dirs=None,
-                 is_dir=None, clients=None, keys=None, key_addresses=None):
+                 is_dir=None, clients=None, keys=None, key_addresses=None, sandbox=None):
         self.block = block
         self.persist = persist
         self.drop_in = drop_in
@@ -195,6 +198,7 @@ class PersistentState(object):
         self.clients = clients or {}
         self.keys = keys or {}
         self.key_addresses = key_addresses or {}
+        self.sandbox = sandbox
 
     def drop_in_paths(self):
         return [s["path"] for s in self.drop_in_services or []]
@@ -297,6 +301,7 @@ def plan(state, desired, absent=(), exclusive=False, purge=False, clients=None, 
     steps = PersistentPlan(state.block, _after_block(state.block, desired, absent, exclusive), paths)
     after_paths = [s["path"] for s in steps.after]
     _check_not_in_torrc(state, desired)
+    _check_sandbox(state, desired)
     for service in desired:
         _check_dir(service["path"], state.dirs.get(service["path"]), state, service["dir_group_readable"])
         for client in clients.get(service["path"], []):
@@ -362,6 +367,20 @@ def _check_not_in_torrc(state, services):
             raise ServiceError("the service %s is defined in %s; manage it there, or remove it from that file "
                                "first (writing it to %s too would make tor refuse to start)"
                                % (service["path"], state.torrc_dirs[service["path"]], state.drop_in))
+
+
+def _check_sandbox(state, services):
+    """Refuse a new service directory that tor may not write (its unit's sandbox, AppArmor):
+    tor would exit on the SETCONF or the next reload. One that tor runs already is its own
+    proof that it may."""
+    if state.sandbox is None:
+        return
+    running = set(s["path"] for s in state.block)
+    for service in services:
+        if service["path"] not in running:
+            refusal = state.sandbox.refusal(service["path"])
+            if refusal:
+                raise ServiceError(refusal)
 
 
 def _check_dir(path, st, state, group_readable):
@@ -598,7 +617,8 @@ class PersistentManager(object):
                 torrc_refusal = _torrc_refusal(facts.config_file)
         state = PersistentState(block, persist=self.persist, drop_in=self.drop_in, include=self.include,
                                 drop_in_text=drop_in_text, config_file=facts.config_file, torrc_dirs=torrc_dirs,
-                                included=included, torrc_refusal=torrc_refusal, uid=facts.uid, user=facts.user)
+                                included=included, torrc_refusal=torrc_refusal, uid=facts.uid, user=facts.user,
+                                sandbox=_sandbox.Sandbox.read(facts.pid) if facts.pid else None)
         paths = [s["path"] for s in desired]
         state.dirs = dict((path, _lstat(path)) for path in paths)
         state.clients = dict((path, read_authorized_clients(path)) for path in [s["path"] for s in block] + paths)
@@ -657,8 +677,8 @@ class PersistentManager(object):
                                "the options are valid" % (exc.explanation, self.facts.user or "?"))
         except (ConnectionFailed, ProtocolError) as exc:
             raise ServiceError("%s after the new onion-service configuration was sent: tor may have "
-                               "applied it or not. The drop-in was not changed and no key was deleted; "
-                               "run again to converge" % exc)
+                               "applied it, or died applying it (is tor running? systemctl status tor; its "
+                               "log says why). The drop-in was not changed and no key was deleted" % exc)
         now = self.current()
         if _held(now) != _held(after):
             raise _Raced("after", after, now)

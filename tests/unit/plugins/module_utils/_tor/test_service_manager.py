@@ -347,3 +347,20 @@ def test_ephemeral_refusals(state_, options, message):
     with pytest.raises(sm.ServiceError) as err:
         sm.plan_ephemeral({}, set(), state_, **options)
     assert message in str(err.value)
+
+
+# -- where tor may write (sandbox.py) ---------------------------------------------------------------
+def test_sandbox_refuses_a_new_directory_tor_cannot_write():
+    from ansible_collections.onionlab.tor.plugins.module_utils._tor import sandbox as sb
+    box = sb.Sandbox(42, sb.parse_mountinfo(
+        "1 0 0:1 / / ro,relatime - ext4 /dev/sda1 rw\n2 1 0:1 /var/lib/tor /var/lib/tor rw - ext4 /dev/sda1 rw\n"),
+        unit="tor@default.service")
+    outside = hs.normalize_service({"path": "/srv/onion/web", "ports": [{"port": 80}]})
+    msg = refused("service directory /srv/onion/web is on /, which is read-only for tor (PID 42", state(sandbox=box),
+                  [outside])
+    assert "tor may write under: /var/lib/tor" in msg and "ReadWritePaths=/srv/onion" in msg
+    refused("read-only", state(sandbox=box), [service("a"), outside], exclusive=True)
+    assert sm.plan(state(sandbox=box), [service("web")]).changed       # under /var/lib/tor
+    # a service tor runs already is its own proof: changing its ports is not refused
+    steps = sm.plan(state([outside], sandbox=box), [dict(outside, ports=[hs.normalize_port({"port": 81})])])
+    assert steps.set_conf

@@ -1,0 +1,92 @@
+# Copyright (c) 2026, onionlab.tor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The modules on a stock host (tests/harness/hosts.py, HostBed(stock=True)): Debian's tor as
+packaged, its tor@default unit with its sandbox, ControlSocket /run/tor/control and its cookie,
+reached over ssh as root (issue 14). Every test that changes the host puts it back in `finally:`
+(the session shares one stock host)."""
+
+import subprocess
+
+from harness.ansible_run import run_playbook
+from harness.hosts import STOCK_TORRC
+
+HS = "onionlab.tor.tor_hidden_service"
+DROP_IN = "/etc/tor/torrc.d/onionlab_hidden_services.conf"
+UNIT_DROP_IN = "/etc/systemd/system/tor@default.service.d/onionlab-test-rw.conf"
+
+
+def sh(bed, h, command, check=True):
+    p = subprocess.run(bed.ssh_cmd(h, command), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       stdin=subprocess.DEVNULL, universal_newlines=True, timeout=120)
+    if check:
+        assert p.returncode == 0, "%s: rc %d\n%s" % (command, p.returncode, p.stdout)
+    return p.stdout
+
+
+def play(bed, h, tmp_path, tasks, **kwargs):
+    """The tasks on the stock host h through its inventory (a run's tasks are its records)."""
+    return run_playbook([{"hosts": h["name"], "gather_facts": False, "tasks": tasks}], tmp_path,
+                        extra_args=["-i", bed.inventory_path], **kwargs)
+
+
+def tor_pid(bed, h):
+    return sh(bed, h, "systemctl show -p MainPID --value tor@default").strip()
+
+
+def host_state(bed, h):
+    """What a refused run must leave as it was: tor's PID, torrc, the drop-in (or its absence)."""
+    return sh(bed, h, "systemctl show -p MainPID --value tor@default; systemctl is-active tor@default; "
+                      "sha256sum /etc/tor/torrc; cat %s 2>&1; ls -la /etc/tor" % DROP_IN)
+
+
+def restore(bed, h, *paths):
+    """The stock host as it was: torrc back to Debian's, the drop-in, the unit drop-in and the
+    given paths gone, tor restarted on that."""
+    sh(bed, h, "cp %s /etc/tor/torrc; rm -rf %s %s %s; systemctl daemon-reload; systemctl reset-failed tor@default; "
+               "systemctl restart tor@default" % (STOCK_TORRC, DROP_IN, UNIT_DROP_IN, " ".join(paths)))
+
+
+def test_service_dir_outside_the_sandbox_is_refused(stockbed, tmp_path):
+    """issue 14.1: path /srv/onion/web is outside what Debian's unit lets tor write: refused before
+    anything is sent (single, services, check mode), tor keeps its PID, torrc and drop-in unchanged;
+    a path under /var/lib/tor works; with a unit drop-in ReadWritePaths=/srv/onion it is accepted."""
+    bed, h = stockbed, stockbed.hosts[0]
+    sh(bed, h, "mkdir -p /srv/onion")
+    before = host_state(bed, h)
+    try:
+        run = play(bed, h, tmp_path, [
+            {"name": "single", HS: {"path": "/srv/onion/web", "ports": [{"port": 80}]}, "ignore_errors": True},
+            {"name": "list", HS: {"services": [{"path": "/var/lib/tor/fine", "ports": [{"port": 80}]},
+                                               {"path": "/srv/onion/web", "ports": [{"port": 80}]}]},
+             "ignore_errors": True},
+        ])
+        run_check = play(bed, h, tmp_path, [
+            {"name": "single", HS: {"path": "/srv/onion/web", "ports": [{"port": 80}]}, "ignore_errors": True}],
+            check=True)
+        for result in (run.task("single", h["name"]), run.task("list", h["name"]),
+                       run_check.task("single", h["name"])):
+            assert result["status"] == "failed", run.output
+            msg = result["result"]["msg"]
+            assert msg.startswith("service directory /srv/onion/web is on /, which is read-only for tor (PID %s, "
+                                  "unit tor@default.service): tor would fail to write it and exit. tor may write "
+                                  "under: " % tor_pid(bed, h)), msg
+            assert "/var/lib/tor" in msg and "ReadWritePaths=/srv/onion" in msg and "run again" not in msg, msg
+        assert host_state(bed, h) == before
+        sh(bed, h, "test ! -e /srv/onion/web && test ! -e /var/lib/tor/fine")   # nothing made either
+
+        run = play(bed, h, tmp_path, [{"name": "inside", HS: {"path": "/var/lib/tor/sandbox_ok",
+                                                                "ports": [{"port": 80}]}}])
+        assert run.rc == 0, run.output
+        assert run.task("inside", h["name"])["result"]["onion_address"].endswith(".onion")
+        assert tor_pid(bed, h) == before.split()[0]
+
+        sh(bed, h, "mkdir -p %s && printf '[Service]\\nReadWritePaths=/srv/onion\\n' > %s && "
+                   "systemctl daemon-reload && systemctl restart tor@default" % (UNIT_DROP_IN.rsplit("/", 1)[0],
+                                                                                 UNIT_DROP_IN))
+        pid = tor_pid(bed, h)
+        run = play(bed, h, tmp_path, [{"name": "allowed", HS: {"path": "/srv/onion/web", "ports": [{"port": 80}]}}])
+        assert run.rc == 0, run.output
+        assert run.task("allowed", h["name"])["result"]["onion_address"].endswith(".onion")
+        assert tor_pid(bed, h) == pid and sh(bed, h, "systemctl is-active tor@default").strip() == "active"
+    finally:
+        restore(bed, h, "/srv/onion", "/var/lib/tor/sandbox_ok")
