@@ -1,0 +1,289 @@
+#!/usr/bin/env python3
+"""Research script for issue 21 (OS matrix): can this machine build and boot a bed host of
+another release?  Standalone (standard library + tests/harness/hosts.py's helpers); it never
+touches the shared rootfs cache (~/.cache/onionlab) nor hosts.py's state.
+
+    python tests/harness/suites.py build SUITE DIR [--mirror URL] [--keyring FILE]
+    python tests/harness/suites.py probe DIR          # boot once, print facts as JSON
+    python tests/harness/suites.py verify DIR         # tor --verify-config of hosts.py's torrcs
+    python tests/harness/suites.py remove DIR
+
+``build`` runs the same ``debootstrap --variant=minbase --include=<hosts.PACKAGES>`` as
+``hosts.RootfsCache._build`` with what a release needs on top (``SUITES`` below): the
+Ubuntu ``universe`` component (tor lives there) and, for a release newer than this
+debootstrap knows, the script of a related release passed as debootstrap's 4th argument
+(no change under /usr/share/debootstrap).  It prints the time and the size.
+
+``probe`` reads the packaged files (tor's unit, its defaults torrc, its AppArmor profile),
+then boots the tree with ``systemd-nspawn --keep-unit --register=no -b`` as hosts.py does
+(own cgroups below ours), with a torrc of ``DisableNetwork 1`` / ``SocksPort 0`` (nothing
+leaves the machine: the host network is shared), runs commands inside through ``nsenter``
+into the container's PID 1, and stops it by the nspawn PID with SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hosts  # noqa: E402  (tests/harness/hosts.py)
+
+DEBIAN = 'http://deb.debian.org/debian'
+UBUNTU = 'http://archive.ubuntu.com/ubuntu'
+SCRIPTS = '/usr/share/debootstrap/scripts'
+
+# suite -> what debootstrap needs besides hosts.PACKAGES
+SUITES = {
+    'bookworm': {'mirror': DEBIAN, 'components': 'main'},
+    'trixie': {'mirror': DEBIAN, 'components': 'main'},
+    'jammy': {'mirror': UBUNTU, 'components': 'main,universe', 'keyring': 'ubuntu'},
+    # debootstrap 1.0.128 (bookworm) has no 'noble' script: jammy's (-> gutsy) fits it.
+    'noble': {'mirror': UBUNTU, 'components': 'main,universe', 'keyring': 'ubuntu', 'script': 'jammy'},
+}
+UBUNTU_KEYRING = '/usr/share/keyrings/ubuntu-archive-keyring.gpg'
+
+
+def du(path):
+    out = subprocess.run(['du', '-sxm', path], stdout=subprocess.PIPE, check=True).stdout.decode()
+    return int(out.split()[0])
+
+
+def build(suite, root, mirror=None, keyring=None):
+    spec = SUITES[suite]
+    mirror = mirror or spec['mirror']
+    cmd = ['debootstrap', '--variant=minbase', '--components=' + spec['components'],
+           '--include=' + ','.join(hosts.PACKAGES)]
+    if spec.get('keyring'):
+        keyring = keyring or UBUNTU_KEYRING
+    if keyring:
+        cmd.append('--keyring=' + keyring)
+    cmd += [suite, root, mirror]
+    script = spec.get('script')
+    if script and not os.path.exists(os.path.join(SCRIPTS, suite)):
+        cmd.append(os.path.realpath(os.path.join(SCRIPTS, script)))
+    print('$ ' + ' '.join(cmd), flush=True)
+    t0 = time.monotonic()
+    log = root.rstrip('/') + '.debootstrap.log'
+    with open(log, 'wb') as lf:
+        rc = subprocess.call(cmd, stdout=lf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    took = time.monotonic() - t0
+    if rc != 0:
+        with open(log, errors='replace') as lf:
+            print(lf.read()[-3000:])
+        print(json.dumps({'suite': suite, 'rc': rc, 'seconds': round(took, 1)}))
+        return rc
+    hosts.RootfsCache._customise(root)  # the cache's own changes: masked units, DisableNetwork torrc
+    print(json.dumps({'suite': suite, 'rc': 0, 'seconds': round(took, 1), 'mb': du(root),
+                      'debs': len(os.listdir(os.path.join(root, 'var/lib/dpkg/info')))}))
+    return 0
+
+
+def _read(root, path):
+    try:
+        with open(os.path.join(root, path.lstrip('/')), errors='replace') as f:
+            return f.read()
+    except OSError as e:
+        return None if e.errno == 2 else str(e)
+
+
+def _dpkg_version(root, pkg):
+    text = _read(root, 'var/lib/dpkg/status') or ''
+    for stanza in text.split('\n\n'):
+        if re.search(r'^Package: %s$' % re.escape(pkg), stanza, re.M):
+            m = re.search(r'^Version: (.*)$', stanza, re.M)
+            return m.group(1) if m else None
+    return None
+
+
+def static_facts(root):
+    facts = {'os': dict(re.findall(r'^(\w+)="?([^"\n]*)"?$', _read(root, 'etc/os-release') or '', re.M)),
+             'tor': _dpkg_version(root, 'tor'), 'python3': _dpkg_version(root, 'python3'),
+             'systemd': _dpkg_version(root, 'systemd'), 'openssh-server': _dpkg_version(root, 'openssh-server')}
+    units = {}
+    for d in ('usr/lib/systemd/system', 'lib/systemd/system'):
+        for name in ('tor.service', 'tor@default.service', 'tor@.service'):
+            text = _read(root, os.path.join(d, name))
+            if text is not None and name not in units:
+                units[name] = [ln for ln in text.splitlines()
+                               if re.match(r'(Exec\w*|Protect\w+|ReadOnly\w*|ReadWrite\w*|AppArmorProfile|'
+                                           r'CapabilityBoundingSet|NoNewPrivileges|Type|User|PrivateTmp|'
+                                           r'PrivateDevices|RuntimeDirectory\w*|PartOf|ReloadPropagatedFrom)=', ln)]
+    facts['units'] = units
+    defaults = _read(root, hosts.DEFAULTS_TORRC) or ''
+    facts['defaults_torrc'] = [ln for ln in defaults.splitlines() if ln.strip() and not ln.startswith('#')]
+    aa = _read(root, 'etc/apparmor.d/system_tor')
+    facts['apparmor_profile'] = None if aa is None else [
+        ln.strip() for ln in aa.splitlines() if re.search(r'profile|/run/tor|/var/lib/tor|include', ln)]
+    facts['apparmor_abstraction'] = _read(root, 'etc/apparmor.d/abstractions/tor') is not None
+    passwd = _read(root, 'etc/passwd') or ''
+    facts['tor_users'] = [ln.split(':')[0] + ':' + ln.split(':')[2] for ln in passwd.splitlines()
+                          if 'tor' in ln.split(':')[0]]
+    return facts
+
+
+def _leader(nspawn_pid, timeout=30):
+    """The container's PID 1: the (only) child of the nspawn process."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open('/proc/%d/task/%d/children' % (nspawn_pid, nspawn_pid)) as f:
+                kids = f.read().split()
+        except OSError:
+            kids = []
+        if kids:
+            return int(kids[0])
+        time.sleep(0.1)
+    raise RuntimeError('no container PID 1 below nspawn %d' % nspawn_pid)
+
+
+def _in(leader, *cmd, timeout=60):
+    r = subprocess.run(['nsenter', '-t', str(leader), '-a', '--'] + list(cmd), stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=timeout)
+    return r.returncode, r.stdout.decode(errors='replace').strip()
+
+
+def probe(root):
+    facts = static_facts(root)
+    machine = 'suites-%d' % os.getpid()
+    hosts._write(os.path.join(root, 'etc/tor/torrc'), 'DisableNetwork 1\nSocksPort 0\n')
+    # The host network is shared: sshd as hosts.py sets it up, on 127.0.0.1 and a free port only,
+    # root with a key made here (never *:22).
+    for unit in ('ssh.service', 'ssh.socket', 'sshd.service'):
+        link = os.path.join(root, 'etc/systemd/system', unit)
+        if os.path.islink(link) and os.readlink(link) == '/dev/null':
+            os.unlink(link)
+    port = hosts.choose_ssh_ports(1)[0] + 700  # 29NN: outside the beds' 22NN blocks
+    ssh_key = root.rstrip('/') + '.ssh-key'
+    if not os.path.exists(ssh_key):
+        subprocess.check_call(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-f', ssh_key])
+    os.makedirs(os.path.join(root, 'root/.ssh'), mode=0o700, exist_ok=True)
+    shutil.copy(ssh_key + '.pub', os.path.join(root, 'root/.ssh/authorized_keys'))
+    hosts._write(os.path.join(root, 'etc/ssh/sshd_config.d/onionlab-testbed.conf'),
+                 'Port %d\nListenAddress 127.0.0.1\nPermitRootLogin prohibit-password\n'
+                 'PasswordAuthentication no\nUseDNS no\n' % port)
+    hosts._write(os.path.join(root, 'etc/machine-id'), '%032x\n' % os.getpid(), 0o444)
+    cgroups = hosts.own_cgroups(machine)
+    cmd = ['systemd-nspawn', '-q', '--keep-unit', '--register=no', '-D', root, '-M', machine,
+           '--resolv-conf=off', '--timezone=off', '--link-journal=no', '-b', '--console=passive']
+    t0 = time.monotonic()
+    logpath = root.rstrip('/') + '.boot.log'
+    with open(logpath, 'wb') as lf:
+        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=lf, stderr=subprocess.STDOUT,
+                             start_new_session=True, close_fds=True,
+                             preexec_fn=lambda: hosts.enter_cgroups(cgroups))
+    try:
+        leader = _leader(p.pid)
+        deadline = time.monotonic() + 120
+        while True:  # the system bus appears a moment after PID 1
+            rc, state = _in(leader, 'systemctl', 'is-system-running', '--wait', timeout=120)
+            if state in ('running', 'degraded') or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        facts['boot'] = {'state': state, 'seconds': round(time.monotonic() - t0, 1)}
+        time.sleep(3)  # tor@default: let it open its sockets
+        for key, c in [
+            ('failed_units', ['systemctl', '--failed', '--no-legend', '--plain']),
+            ('tor_units', ['systemctl', 'list-units', '--all', '--no-legend', '--plain', 'tor*']),
+            ('tor_default_active', ['systemctl', 'is-active', 'tor@default.service']),
+            ('tor_main_user', ['sh', '-c', 'ps -o user= -p "$(systemctl show -p MainPID --value tor@default)"'
+                               ' 2>/dev/null || echo no-ps']),
+            ('run_tor', ['ls', '-la', '/run/tor']),
+            ('tor_log', ['journalctl', '-b', '-u', 'tor@default', '--no-pager', '-q', '-o', 'cat']),
+            ('python3', ['python3', '--version']),
+            ('tor_version', ['tor', '--version']),
+            ('apparmor_in_container', ['cat', '/proc/self/attr/current']),
+        ]:
+            facts[key] = _in(leader, *c)[1]
+        t1 = time.monotonic()
+        r = subprocess.run(['ssh', '-q', '-i', ssh_key, '-p', str(port), '-o', 'BatchMode=yes',
+                            '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null',
+                            '-o', 'ConnectTimeout=5', 'root@127.0.0.1', 'systemctl is-active tor@default; '
+                            'python3 -c "import sys; print(sys.version.split()[0])"'],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=60)
+        facts['ssh'] = 'rc %d in %.1fs: %s' % (r.returncode, time.monotonic() - t1,
+                                                r.stdout.decode(errors='replace').strip().replace('\n', ' '))
+    finally:
+        t1 = time.monotonic()
+        os.kill(p.pid, signal.SIGTERM)
+        try:
+            p.wait(30)
+        except subprocess.TimeoutExpired:
+            os.kill(p.pid, signal.SIGTERM)
+            p.wait(10)
+        facts['stop_seconds'] = round(time.monotonic() - t1, 1)
+        for d in reversed(cgroups):
+            try:
+                os.rmdir(d)
+            except OSError:
+                pass
+    return facts
+
+
+def verify(root):
+    """tor --verify-config (in a chroot, no network) of the torrcs hosts.py writes: a bed host's
+    (offline and joined to a private network), and a stock host's defaults torrc."""
+    host = {'name': 'host1', 'tor_socks_port': 29050, 'tor_control_port': 29051}
+    dirauth = ['DirAuthority auth1 orport=5001 no-v2 v3ident=%s 127.0.0.1:7001 %s' % ('A' * 40, 'B' * 40)]
+    join = hosts.privnet.join_torrc_lines(dirauth)
+    auth_dir = os.path.join(root, hosts.CLIENT_AUTH_DIR.lstrip('/'))
+    os.makedirs(auth_dir, mode=0o700, exist_ok=True)
+    os.chown(auth_dir, *hosts._tor_ids(root))
+    with open(os.path.join(root, hosts.DEFAULTS_TORRC.lstrip('/'))) as f:
+        packaged = f.read()
+    cases = {
+        'bed-offline': (hosts.host_torrc(host, []), packaged),
+        'bed-privnet': (hosts.host_torrc(host, join), packaged),
+        'stock-offline': (_read(root, hosts.STOCK_TORRC), hosts.stock_defaults_torrc(packaged, host, [])),
+        'stock-privnet': (_read(root, hosts.STOCK_TORRC), hosts.stock_defaults_torrc(packaged, host, join)),
+    }
+    out = {}
+    for name, (torrc, defaults) in cases.items():
+        hosts._write(os.path.join(root, 'tmp/verify.torrc'), torrc)
+        hosts._write(os.path.join(root, 'tmp/verify.defaults'), defaults)
+        r = subprocess.run(['chroot', root, 'tor', '--verify-config', '--defaults-torrc', '/tmp/verify.defaults',
+                            '-f', '/tmp/verify.torrc'], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           stdin=subprocess.DEVNULL, timeout=60)
+        text = r.stdout.decode(errors='replace')
+        out[name] = 'ok' if r.returncode == 0 else 'rc %d: %s' % (r.returncode, ' / '.join(
+            ln for ln in text.splitlines() if '[warn]' in ln or '[err]' in ln)[-600:])
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest='cmd', required=True)
+    b = sub.add_parser('build')
+    b.add_argument('suite', choices=sorted(SUITES))
+    b.add_argument('dir')
+    b.add_argument('--mirror')
+    b.add_argument('--keyring')
+    pr = sub.add_parser('probe')
+    pr.add_argument('dir')
+    v = sub.add_parser('verify')
+    v.add_argument('dir')
+    rm = sub.add_parser('remove')
+    rm.add_argument('dir')
+    a = ap.parse_args(argv)
+    if a.cmd == 'build':
+        return build(a.suite, a.dir, a.mirror, a.keyring)
+    if a.cmd == 'probe':
+        print(json.dumps(probe(a.dir), indent=1))
+        return 0
+    if a.cmd == 'verify':
+        res = verify(a.dir)
+        print(json.dumps(res, indent=1))
+        return 0 if all(v == 'ok' for v in res.values()) else 1
+    shutil.rmtree(a.dir)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
