@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$ONIONLAB_ROOT"
 seconds="${ONIONLAB_FUZZ_SECONDS:-30}"
 mkdir -p .build/fuzz
-for target in reply consensus; do
+for target in reply consensus metrics; do
     corpus=".build/fuzz/$target"
     mkdir -p "$corpus"
     log=".build/fuzz/$target.log"
