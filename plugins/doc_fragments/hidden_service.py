@@ -13,8 +13,12 @@ options:
     description:
       - The service's ports (C(HiddenServicePort)); required for a present service.
       - Removing an entry removes just that mapping.
+      - Each entry is a dict with the keys below, or one of its short forms, a port number V(80) (to
+        C(127.0.0.1:80)), V("80:8080") (to C(127.0.0.1:8080)), V("80:127.0.0.1:8080") or V("443:[::1]:8443") (to
+        that address and port) and V("80:unix:/run/web.sock") (to a unix socket). Anything else is refused with a
+        message naming these shapes.
     type: list
-    elements: dict
+    elements: raw
     suboptions:
       port:
         description: The virtual port that clients connect to (1-65535).

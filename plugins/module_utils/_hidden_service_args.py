@@ -35,7 +35,10 @@ INTRO_DOS_SPEC = dict(
 )
 
 SERVICE_OPTIONS = dict(
-    ports=dict(type="list", elements="dict", options=PORT_SPEC),
+    # elements raw: an entry is a port, a "PORT:..." string or a PORT_SPEC dict, each made a dict
+    # (and checked, with a message naming the shapes) by hidden_service.port_entry; options stays
+    # for the documentation (Ansible checks options only of dict elements)
+    ports=dict(type="list", elements="raw", options=PORT_SPEC),
     max_streams=dict(type="int"),
     max_streams_close_circuit=dict(type="bool"),
     dir_group_readable=dict(type="bool"),

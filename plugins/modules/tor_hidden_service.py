@@ -85,9 +85,9 @@ options:
         description: As O(private_key), for this service.
         type: str
       ports:
-        description: As O(ports).
+        description: As O(ports), short forms included.
         type: list
-        elements: dict
+        elements: raw
         suboptions:
           port:
             description: The virtual port.
@@ -269,6 +269,14 @@ EXAMPLES = r"""
 - name: Show its address
   ansible.builtin.debug:
     msg: "{{ web.onion_address }}"
+
+- name: The same ports in their short forms (22 to 127.0.0.1:22, 80 to 127.0.0.1:8080, 443 to a unix socket)
+  onionlab.tor.tor_hidden_service:
+    path: /var/lib/tor/short
+    ports:
+      - 22
+      - "80:8080"
+      - "443:unix:/run/web-tls.sock"
 
 - name: SSH and HTTP on one service, two clients allowed (one key generated and returned once)
   onionlab.tor.tor_hidden_service:

@@ -337,3 +337,49 @@ def test_refused_ephemeral_change_keeps_the_running_service(tor, tmp_path):
     with connect(port=tor.control_port) as ctl:
         assert sid in ctl.list_onions()["detached"]
     assert again["changed"] is False  # the old configuration is what runs
+
+
+def test_ports_short_forms(tor, tmp_path):
+    """issue 14.7: ports as 80, "80:8080", "80:127.0.0.1:8080", "80:unix:/path" through a real
+    ansible-playbook (the YAML of the issue), the same as their dict forms; another shape fails
+    naming the expected ones."""
+    path = web(tmp_path)
+    book = """
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: short
+      %(hs)s:
+        control_port: %(port)d
+        config_file: %(conf)s
+        path: %(path)s
+        ports: [22, "80:8080", "81:127.0.0.1:8081", "443:unix:/run/web.sock"]
+    - name: dicts
+      %(hs)s:
+        control_port: %(port)d
+        config_file: %(conf)s
+        path: %(path)s
+        ports:
+          - {port: 22}
+          - {port: 80, target_port: 8080}
+          - {port: 81, target_address: 127.0.0.1, target_port: 8081}
+          - {port: 443, target_address: "unix:/run/web.sock"}
+    - name: wrong
+      %(hs)s:
+        control_port: %(port)d
+        config_file: %(conf)s
+        path: %(path)s
+        ports: ["80/tcp"]
+      ignore_errors: true
+""" % {"hs": HS, "port": tor.control_port, "conf": tmp_path / "torrc.d" / "onionlab.conf", "path": path}
+    run = run_playbook(book, tmp_path)
+    assert run.rc == 0, run.output
+    assert run.task("short")["result"]["changed"] is True
+    assert run.task("dicts")["result"]["changed"] is False
+    assert live_conf(tor) == [("HiddenServiceDir", path), ("HiddenServicePort", "22 127.0.0.1:22"),
+                              ("HiddenServicePort", "80 127.0.0.1:8080"), ("HiddenServicePort", "81 127.0.0.1:8081"),
+                              ("HiddenServicePort", "443 unix:/run/web.sock")]
+    wrong = run.task("wrong")
+    assert wrong["status"] == "failed"
+    assert wrong["result"]["msg"].startswith("ports entry '80/tcp': expected a port (80, to 127.0.0.1:80), "
+                                             '"PORT:TARGET_PORT" ("80:8080")'), wrong["result"]["msg"]

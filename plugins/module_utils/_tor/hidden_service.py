@@ -86,12 +86,53 @@ def _check_port(value, what):
     return value
 
 
+PORT_KEYS = ("port", "target_address", "target_port")
+PORT_SHAPES = ('a port (80, to 127.0.0.1:80), "PORT:TARGET_PORT" ("80:8080"), "PORT:ADDRESS:TARGET_PORT" '
+               '("80:127.0.0.1:8080", "443:[::1]:8443"), "PORT:unix:/path" ("80:unix:/run/web.sock"), or a dict '
+               'with port and optionally target_address, target_port')
+
+
+def _bad_port(entry, why=None):
+    return ServiceConfigError("ports entry %r%s: expected %s" % (entry, " (%s)" % why if why else "", PORT_SHAPES))
+
+
+def port_entry(entry):
+    """One `ports` entry in any of its shapes (PORT_SHAPES) -> a dict with the keys of PORT_KEYS;
+    what is none of them is refused naming the shapes."""
+    if isinstance(entry, bool):
+        raise _bad_port(entry)
+    if isinstance(entry, int):
+        return {"port": entry}
+    if isinstance(entry, str):
+        text = entry.strip()
+        if text.isdigit():
+            return {"port": text}
+        port, sep, rest = text.partition(":")
+        if not sep or not port.isdigit() or not rest:
+            raise _bad_port(entry)
+        if rest.startswith("unix:"):
+            return {"port": port, "target_address": rest}
+        if rest.isdigit():
+            return {"port": port, "target_port": rest}
+        address, sep, target_port = rest.rpartition(":")
+        if not sep or not address or not target_port.isdigit():
+            raise _bad_port(entry)
+        return {"port": port, "target_address": address, "target_port": target_port}
+    if isinstance(entry, dict):
+        unknown = sorted(str(k) for k in entry if k not in PORT_KEYS)
+        if unknown:
+            raise _bad_port(entry, "unknown key %s" % ", ".join(unknown))
+        if entry.get("port") is None:
+            raise _bad_port(entry, "no port")
+        if entry.get("target_address") is not None and not isinstance(entry["target_address"], str):
+            raise _bad_port(entry, "target_address must be a string")
+        return entry
+    raise _bad_port(entry)
+
+
 def normalize_port(entry):
-    """A port mapping from the module's parameters -> the canonical dict."""
-    if isinstance(entry, int) and not isinstance(entry, bool):
-        entry = {"port": entry}
-    if not isinstance(entry, dict):
-        raise ServiceConfigError("each port must be a dict with port, target_address, target_port")
+    """A port mapping from the module's parameters (any shape of port_entry) -> the canonical dict."""
+    entry = port_entry(entry)
     port = _check_port(entry.get("port"), "port")
     address = entry.get("target_address")
     address = DEFAULT_TARGET if address in (None, "") else address

@@ -293,8 +293,10 @@ def plan(state, desired, absent=(), exclusive=False, purge=False, clients=None, 
     paths = [s["path"] for s in desired]
     if prune:
         absent = list(absent) + [p for p in state.drop_in_paths() if p not in paths]
-    if len(set(paths)) != len(paths):
-        raise ServiceError("the same path is given for more than one service")
+    repeated = sorted(set(p for p in paths if paths.count(p) > 1))
+    if repeated:
+        raise ServiceError("the same path is given for more than one service: %s; give each service its own "
+                           "directory" % ", ".join(repeated))
     for path in absent:
         if path in paths:
             raise ServiceError("%s is both present and absent" % path)

@@ -579,3 +579,43 @@ def test_config_file_that_is_not_a_torrc(runner, fake, tmp_path, torrc):
                              "an %%include line to it" % torrc)
     assert "root:x" not in json.dumps(result)
     assert torrc.read_bytes() == b"root:x:0:0:root:/root:/bin/bash\n" and setconfs(fake) == []
+
+
+# -- ports in their short forms (issue 14.7) ------------------------------------------------------
+SHORT_PORTS = [22, "80:8080", "81:127.0.0.2:8081", "443:unix:/run/web.sock", {"port": 8443, "target_port": 443}]
+SHORT_BLOCK = ["22 127.0.0.1:22", "80 127.0.0.1:8080", "81 127.0.0.2:8081", "443 unix:/run/web.sock",
+               "8443 127.0.0.1:443"]
+
+
+def test_ports_short_forms_single_and_services(runner, fake, tmp_path, torrc):
+    path = service_dir(tmp_path)
+    result = runner.ok(module, **args(fake, tmp_path, path=path, ports=SHORT_PORTS))
+    assert result["changed"] is True
+    assert [v for k, v in fake.hs_block if k == "HiddenServicePort"] == SHORT_BLOCK
+    # the dict form of the same ports is the same service: no change
+    dicts = [hs.normalize_port(p) for p in SHORT_PORTS]
+    assert runner.ok(module, **args(fake, tmp_path, path=path, ports=dicts))["changed"] is False
+    listed = runner.ok(module, **args(fake, tmp_path, services=[{"path": path, "ports": SHORT_PORTS},
+                                                               {"path": service_dir(tmp_path, "b"), "ports": [80]}]))
+    assert listed["changed"] is True
+    assert fake.hs_block[-2:] == [("HiddenServiceDir", service_dir(tmp_path, "b")),
+                                  ("HiddenServicePort", "80 127.0.0.1:80")]
+
+
+def test_ports_short_forms_ephemeral(runner, fake, tmp_path):
+    result = runner.ok(module, **eph(fake, tmp_path, ports=["80:8080", 22]))
+    assert fake.onions[result["service"]["service_id"]]["ports"] == ["80,127.0.0.1:8080", "22,127.0.0.1:22"]
+
+
+@pytest.mark.parametrize("ports", [["80:localhost"], [[80]], [{"port": 80, "target": "127.0.0.1"}], ["http"]])
+def test_ports_other_shapes_name_the_expected_ones(runner, fake, tmp_path, ports):
+    msg = runner.fails(module, **args(fake, tmp_path, path=service_dir(tmp_path), ports=ports))["msg"]
+    assert msg.startswith("ports entry %r" % (ports[0],)) and '"PORT:TARGET_PORT" ("80:8080")' in msg, msg
+    assert fake.hs_block == [] and not os.path.exists(service_dir(tmp_path))
+
+
+def test_duplicate_path_is_named(runner, fake, tmp_path, torrc):
+    path = service_dir(tmp_path)
+    msg = runner.fails(module, **args(fake, tmp_path, services=[{"path": path, "ports": [80]},
+                                                                {"path": path + "/", "ports": [81]}]))["msg"]
+    assert msg == "the same path is given for more than one service: %s; give each service its own directory" % path

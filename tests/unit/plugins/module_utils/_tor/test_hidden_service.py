@@ -49,11 +49,41 @@ def test_port_round_trip(entry, tor_value):
     ({"port": 80, "target_address": "localhost"}, "neither an IP address"),
     ({"port": 80, "target_address": "unix:/a b"}, "without spaces"),
     ({"port": 80, "target_address": "unix:/a", "target_port": 1}, "makes no sense"),
-    ("80", "must be a dict"),
+    ("80:localhost:80", "neither an IP address"),
+    ("70000:80", "between 1 and 65535"),
 ])
 def test_bad_ports(entry, message):
     with pytest.raises(hs.ServiceConfigError, match=message):
         hs.normalize_port(entry)
+
+
+@pytest.mark.parametrize("entry, tor_value", [
+    (80, "80 127.0.0.1:80"),
+    ("80", "80 127.0.0.1:80"),
+    ("80:8080", "80 127.0.0.1:8080"),
+    (" 80:8080 ", "80 127.0.0.1:8080"),
+    ("80:127.0.0.2:8080", "80 127.0.0.2:8080"),
+    ("443:[::1]:8443", "443 [::1]:8443"),
+    ("443:::1:8443", "443 [::1]:8443"),
+    ("80:unix:/run/web.sock", "80 unix:/run/web.sock"),
+    ({"port": "80", "target_port": "8080"}, "80 127.0.0.1:8080"),   # raw elements: Ansible converts nothing
+])
+def test_port_short_forms(entry, tor_value):
+    assert hs.port_to_tor(hs.normalize_port(entry)) == tor_value
+
+
+@pytest.mark.parametrize("entry, why", [
+    ("80:", ""), ("x", ""), (":8080", ""), ("80:1.2.3.4", ""), ("80:8080:", ""), (True, ""), (None, ""), ([80], ""),
+    (1.5, ""), ({"port": 80, "target": "1.2.3.4"}, " (unknown key target)"), ({"target_port": 80}, " (no port)"),
+    ({"port": 80, "target_address": 1}, " (target_address must be a string)"),
+])
+def test_port_shape_refused_naming_the_shapes(entry, why):
+    with pytest.raises(hs.ServiceConfigError) as err:
+        hs.normalize_port(entry)
+    assert str(err.value) == (
+        'ports entry %r%s: expected a port (80, to 127.0.0.1:80), "PORT:TARGET_PORT" ("80:8080"), '
+        '"PORT:ADDRESS:TARGET_PORT" ("80:127.0.0.1:8080", "443:[::1]:8443"), "PORT:unix:/path" '
+        '("80:unix:/run/web.sock"), or a dict with port and optionally target_address, target_port' % (entry, why))
 
 
 def test_control_characters_refused_everywhere():

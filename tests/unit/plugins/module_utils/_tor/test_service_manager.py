@@ -256,7 +256,8 @@ def test_diff():
 
 # -- refusals --------------------------------------------------------------------------------------
 def test_duplicate_path_refused():
-    refused("the same path is given for more than one service", state(), [service("a"), service("a", port=81)])
+    refused("the same path is given for more than one service: /var/lib/tor/a; give each service its own directory",
+            state(), [service("b"), service("a"), service("a", port=81)])
 
 
 def test_present_and_absent_refused():
