@@ -380,6 +380,24 @@ def _dechunk(url, body):
         pos = eol + 2 + size + 2
 
 
+def _expected_length(url, raw, max_bytes):
+    """How long the whole answer is, from its headers: (headers end, total bytes) with a Content-Length,
+    (headers end, None) for a chunked body or none (it ends at its last chunk, or when the peer closes), or
+    None while the headers are not complete."""
+    end = raw.find(b"\r\n\r\n")
+    if end < 0:
+        if len(raw) > MAX_HEADER_BYTES:
+            raise _fail(url, "not an HTTP answer: no end of headers in %d bytes" % MAX_HEADER_BYTES)
+        return None
+    m = re.search(rb"\ncontent-length:[ \t]*([0-9]{1,15})[ \t]*(?:\r|\Z)", bytes(raw[:end]).lower())
+    if not m:
+        return end, None
+    length = int(m.group(1))
+    if length > max_bytes:
+        raise _fail(url, "the answer is larger than %d bytes; not read further" % max_bytes)
+    return end, end + 4 + length
+
+
 def fetch(url, timeout=10.0, max_bytes=None):
     """The body (str) of GET url, or MetricsError. HTTP/1.0 over one socket: the whole exchange (connect, the
     request, every byte of the answer) has one deadline of timeout seconds, and at most max_bytes (MAX_BYTES)
@@ -393,8 +411,9 @@ def fetch(url, timeout=10.0, max_bytes=None):
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
     path = (parsed.path or "/") + ("?" + parsed.query if parsed.query else "")
     limit = max_bytes + MAX_HEADER_BYTES
-    chunks = []
+    buf = bytearray()
     got = 0
+    expected = None
     sock = None
     try:
         sock = socket.create_connection((host, port), timeout=timeout)
@@ -413,10 +432,18 @@ def fetch(url, timeout=10.0, max_bytes=None):
             data = sock.recv(65536)
             if not data:
                 break
-            chunks.append(data)
-            got += len(data)
+            buf += data
+            got = len(buf)
             if got > limit:
                 raise _fail(url, "the answer is larger than %d bytes; not read further" % max_bytes)
+            if expected is None:
+                expected = _expected_length(url, buf, max_bytes)
+            # tor keeps the connection open after the page, even for HTTP/1.0: stop at Content-Length
+            if expected is not None and expected[1] is not None and got >= expected[1]:
+                break
+            if expected is not None and expected[1] is None and buf.endswith(b"\r\n0\r\n\r\n") \
+                    and b"chunked" in bytes(buf[:expected[0]]).lower():
+                break
     except socket.timeout:
         raise _fail(url, "no complete answer within %g seconds (%d bytes read)" % (timeout, got))
     except OSError as exc:
@@ -424,11 +451,13 @@ def fetch(url, timeout=10.0, max_bytes=None):
     finally:
         if sock is not None:
             sock.close()
-    status, reason, headers, body = _split_response(url, b"".join(chunks))
+    status, reason, headers, body = _split_response(url, bytes(buf))
     if status != 200:
         raise _fail(url, "HTTP %d %s" % (status, reason))
     if "chunked" in headers.get("transfer-encoding", "").lower():
         body = _dechunk(url, body)
+    elif headers.get("content-length", "").isdigit():
+        body = body[:int(headers["content-length"])]
     if len(body) > max_bytes:
         raise _fail(url, "the answer is larger than %d bytes; not read further" % max_bytes)
     try:

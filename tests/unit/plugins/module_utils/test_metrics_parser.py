@@ -250,3 +250,21 @@ def test_bad_urls(url):
 
 def test_errors_are_tor_errors():
     assert issubclass(M.MetricsParseError, M.MetricsError) and issubclass(M.MetricsError, TorError)
+
+
+def test_content_length_ends_the_answer_on_an_open_connection():
+    """tor 0.4.9 keeps the connection open after the page (measured: the first version waited for the close
+    and timed out with the whole page read); the answer ends at its Content-Length."""
+    with ScriptedPort([http_ok(REAL)], hold=True) as port:
+        t0 = time.monotonic()
+        assert M.fetch(port.url, timeout=5) == REAL
+        assert time.monotonic() - t0 < 1
+    head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    with ScriptedPort([head, b"4\r\nm 1\n\r\n", 0.2, b"0\r\n\r\n"], hold=True) as port:
+        assert M.fetch(port.url, timeout=5) == "m 1\n"
+
+
+def test_content_length_over_the_limit_fails_at_once():
+    with ScriptedPort([b"HTTP/1.0 200 OK\r\nContent-Length: 999999999\r\n\r\nm 1\n"], hold=True) as port:
+        with pytest.raises(M.MetricsError, match="the answer is larger than 1000 bytes; not read further"):
+            M.fetch(port.url, timeout=5, max_bytes=1000)
