@@ -90,3 +90,54 @@ def test_service_dir_outside_the_sandbox_is_refused(stockbed, tmp_path):
         assert tor_pid(bed, h) == pid and sh(bed, h, "systemctl is-active tor@default").strip() == "active"
     finally:
         restore(bed, h, "/srv/onion", "/var/lib/tor/sandbox_ok")
+
+
+INFO = "onionlab.tor.tor_hidden_service_info"
+
+
+def test_not_root_is_told_to_use_become(stockbed, tmp_path):
+    """issue 14.6: a module run as a user who may not open tor's control socket (Debian: debian-tor's,
+    mode 0660) says to use become: true and names the socket (it said "Permission denied ... (set
+    control_port or control_socket)")."""
+    bed, h = stockbed, stockbed.hosts[0]
+    sh(bed, h, "id onionlab-tester || useradd -m -s /bin/sh onionlab-tester")
+    as_user = {"become": True, "become_method": "su", "become_user": "onionlab-tester", "ignore_errors": True}
+    try:
+        run = play(bed, h, tmp_path, [
+            dict({"name": "info", INFO: {}}, **as_user),
+            dict({"name": "service", HS: {"path": "/var/lib/tor/web", "ports": [80]}}, **as_user),
+            dict({"name": "socket given", INFO: {"control_socket": "/run/tor/control"}}, **as_user),
+        ])
+        for name in ("info", "service", "socket given"):
+            result = run.task(name, h["name"])
+            assert result["status"] == "failed", run.output
+            msg = result["result"]["msg"]
+            assert ("cannot connect to tor's control socket /run/tor/control: Permission denied" in msg
+                    and "the module runs as onionlab-tester, who may not open /run/tor/control: use become: true "
+                        "(or run it as a member of tor's group debian-tor)" in msg), msg
+    finally:
+        sh(bed, h, "userdel -r onionlab-tester", check=False)
+
+
+def test_tor_stopped_is_named(stockbed, tmp_path):
+    """issue 14.6: with tor stopped, the message asks whether tor is running (it said "no control
+    socket ... (set control_port or control_socket)")."""
+    bed, h = stockbed, stockbed.hosts[0]
+    sh(bed, h, "systemctl stop tor@default")
+    try:
+        run = play(bed, h, tmp_path, [
+            {"name": "info", INFO: {}, "ignore_errors": True},
+            {"name": "service", HS: {"path": "/var/lib/tor/web", "ports": [80]}, "ignore_errors": True},
+            {"name": "socket given", INFO: {"control_socket": "/run/tor/control"}, "ignore_errors": True},
+        ])
+        for name in ("info", "service"):
+            msg = run.task(name, h["name"])["result"]["msg"]
+            assert msg.startswith("could not find tor's control interface: no control socket at /run/tor/control; "
+                                  "cannot connect to tor's control port 127.0.0.1:9051: Connection refused; is tor "
+                                  "running? (systemctl status tor)"), msg
+        msg = run.task("socket given", h["name"])["result"]["msg"]
+        assert msg == ("cannot connect to tor's control socket /run/tor/control: No such file or directory; is tor "
+                       "running? (systemctl status tor)"), msg
+        sh(bed, h, "test ! -e /var/lib/tor/web")
+    finally:
+        sh(bed, h, "systemctl start tor@default")

@@ -18,6 +18,7 @@ import hashlib
 import hmac
 import os
 
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import advice as _advice
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import (
     AuthenticationFailed,
     OperationFailed,
@@ -89,8 +90,10 @@ def read_cookie(path):
             cookie = handle.read(COOKIE_LENGTH + 1)
     except (OSError, ValueError) as exc:   # ValueError: a path with a NUL byte
         reason = getattr(exc, "strerror", None) or exc
-        raise AuthenticationFailed("cannot read tor's authentication cookie %s: %s (run as a user in "
-                                   "tor's group, or set cookie_path)" % (path, reason))
+        number = getattr(exc, "errno", None)
+        raise AuthenticationFailed("cannot read tor's authentication cookie %s: %s; %s"
+                                   % (path, reason, _advice.for_errno(number, path) if number in
+                                      _advice.PERMISSION_ERRNOS else "set cookie_path to tor's cookie file"))
     if len(cookie) != COOKIE_LENGTH:
         raise AuthenticationFailed("authentication cookie %s is not %d bytes long; it is not a tor cookie"
                                    % (path, COOKIE_LENGTH))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import advice as _advice
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import auth as _auth
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import (
     ConnectionFailed,
@@ -252,16 +253,20 @@ def connect(host=None, port=None, socket_path=None, password=None, cookie_path=N
     if port is not None and socket_path is not None:
         raise ConnectionFailed("give either a control port or a control socket, not both")
     if socket_path is not None:
-        sock = ControlSocket.unix(socket_path, timeout, **socket_options)
+        try:
+            sock = ControlSocket.unix(socket_path, timeout, **socket_options)
+        except ConnectionFailed as exc:
+            raise ConnectionFailed(_advice.explain(str(exc), getattr(exc, "errno", None), socket_path))
     elif port is not None:
         sock = ControlSocket.tcp(host or DEFAULT_HOST, port, timeout, **socket_options)
     else:
-        tried = []
+        tried, hint = [], None
         if os.path.exists(DEFAULT_SOCKET):
             try:
                 sock = ControlSocket.unix(DEFAULT_SOCKET, timeout, **socket_options)
             except ConnectionFailed as exc:
                 tried.append(str(exc))
+                hint = _advice.for_errno(getattr(exc, "errno", None), DEFAULT_SOCKET)
                 sock = None
         else:
             tried.append("no control socket at %s" % DEFAULT_SOCKET)
@@ -271,8 +276,9 @@ def connect(host=None, port=None, socket_path=None, password=None, cookie_path=N
                 sock = ControlSocket.tcp(host or DEFAULT_HOST, DEFAULT_PORT, timeout, **socket_options)
             except ConnectionFailed as exc:
                 tried.append(str(exc))
-                raise ConnectionFailed("could not find tor's control interface: %s (set control_port or "
-                                       "control_socket)" % "; ".join(tried))
+                raise ConnectionFailed("could not find tor's control interface: %s; %s. If tor listens elsewhere, "
+                                       "set control_port or control_socket"
+                                       % ("; ".join(tried), hint or _advice.NOT_RUNNING))
     try:
         info = _auth.protocolinfo(sock)
         method = _auth.authenticate(sock, info, password, cookie_path) if authenticate else None

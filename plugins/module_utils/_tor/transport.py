@@ -36,11 +36,16 @@ MAX_EVENTS = 1000                       # asynchronous events kept; older ones d
 _STATUS_RE = re.compile(r"^([0-9]{3})([ +-])(.*)\Z", re.S)
 
 
-def _connect_error(exc, where):
+def _connect_error(exc, where, path=None):
+    """A ConnectionFailed for a failed connect; .errno and .path (of a unix socket) are kept for
+    the advice client.connect adds (advice.py)."""
     reason = exc.strerror or str(exc)
     if isinstance(exc, socket.timeout):
         reason = "timed out"
-    return ConnectionFailed("cannot connect to tor's control %s: %s" % (where, reason))
+    error = ConnectionFailed("cannot connect to tor's control %s: %s" % (where, reason))
+    error.errno = getattr(exc, "errno", None)
+    error.path = path
+    return error
 
 
 class ControlSocket(object):
@@ -92,7 +97,7 @@ class ControlSocket(object):
             if sock is not None:
                 sock.close()
             if isinstance(exc, OSError):
-                raise _connect_error(exc, where)
+                raise _connect_error(exc, where, path)
             raise
         return cls(sock, where, timeout, **kwargs)
 
