@@ -207,7 +207,7 @@ def test_default_names_both_places(tmp_path, monkeypatch):
     message = str(info.value)
     assert "no control socket at %s" % missing in message
     assert "port 127.0.0.1:%d" % port in message
-    assert message.endswith("(set control_port or control_socket)")
+    assert message.endswith("is tor running? (systemctl status tor). If tor listens elsewhere, set control_port or control_socket")
 
 
 def test_default_broken_socket_and_closed_port(tmp_path, monkeypatch):
