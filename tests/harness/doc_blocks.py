@@ -12,9 +12,15 @@ Sources, in order:
   (other languages, ``console`` or ``text``, are not Ansible and are left out), its text dedented;
 * every ``docs/examples/*.yml``: the whole file is one block.
 
-A block is skipped only when the line right before it (blank lines aside) is the rst comment
-``.. onionlab-doc-test: skip (REASON)`` (in an example file: a line ``# onionlab-doc-test: skip
-(REASON)``); the reason is printed, so skips stay visible and rare.
+Marks: rst comments right before a block (blank lines aside), not rendered, printed by the test:
+
+* ``.. onionlab-doc-test: skip (REASON)``: not run (in an example file: a line
+  ``# onionlab-doc-test: skip (REASON)``); keep these rare.
+* ``.. onionlab-doc-test: changes every run (REASON)``: its second run may report changes.
+* ``.. onionlab-doc-test: given GUIDE#N``: the state the block starts from is what block N of
+  GUIDE makes (the guide says so in its text): that block is run first.
+* ``.. onionlab-doc-test: given a fresh host``: the block starts on a host as the guide's first
+  block found it (e.g. a restore onto another host): the test puts the host back first.
 
 What a block is (``kind``), decided from its YAML alone, and what is run (``playbook_text()``):
 
@@ -46,7 +52,10 @@ ROLES_DIR = REPO / "roles"
 
 LANGUAGES = ("yaml", "yaml+jinja")
 _DIRECTIVE = re.compile(r"^(\s*)\.\. code-block::\s*(\S+)\s*$")
-_RST_SKIP = re.compile(r"^\s*\.\. onionlab-doc-test: skip \((.+)\)\s*$")
+_RST_MARK = re.compile(r"^\s*\.\. onionlab-doc-test: (.+?)\s*$")
+_SKIP = re.compile(r"^skip \((.+)\)$")
+_CHANGES = re.compile(r"^changes every run \((.+)\)$")
+_GIVEN = re.compile(r"^given (a fresh host|[\w/.-]+#\d+)$")
 _YAML_SKIP = re.compile(r"^\s*# onionlab-doc-test: skip \((.+)\)\s*$")
 _FILE_HEADER = re.compile(r"^#\s*((?:host_vars|group_vars)/[\w./-]+\.ya?ml)\b")
 _WRAP = "- hosts: all\n  gather_facts: false\n  become: true\n"
@@ -63,7 +72,7 @@ def role_options():
 
 
 class Block(object):
-    def __init__(self, source, guide, number, line, lang, text, skip):
+    def __init__(self, source, guide, number, line, lang, text, skip, marks=()):
         self.source = source      # path relative to the repository
         self.guide = guide        # file name without suffix
         self.number = number      # 1-based, among the guide's YAML blocks
@@ -71,6 +80,18 @@ class Block(object):
         self.lang = lang
         self.text = text
         self.skip = skip          # the reason, or None
+        self.changes_every_run = None   # the reason, or None
+        self.given = []           # "a fresh host" or "GUIDE#N", in order
+        for mark in marks:
+            m = _SKIP.match(mark) or _CHANGES.match(mark) or _GIVEN.match(mark)
+            if not m:
+                raise ValueError("%s line %d: unknown mark '.. onionlab-doc-test: %s'" % (source, line, mark))
+            if m.re is _SKIP:
+                self.skip = m.group(1)
+            elif m.re is _CHANGES:
+                self.changes_every_run = m.group(1)
+            else:
+                self.given.append(m.group(1))
         self.kind, self.file_path, self.role = self._classify()
 
     @property
@@ -150,14 +171,14 @@ def rst_blocks(path):
         while body and not body[0].strip():
             body.pop(0)
         text = textwrap.dedent("\n".join(body)) + "\n"
-        skip = None
+        marks = []
         k = start - 1
-        while k >= 0 and not lines[k].strip():
+        while k >= 0 and (not lines[k].strip() or _RST_MARK.match(lines[k])):
+            if lines[k].strip():
+                marks.insert(0, _RST_MARK.match(lines[k]).group(1))
             k -= 1
-        if k >= 0:
-            s = _RST_SKIP.match(lines[k])
-            skip = s.group(1) if s else None
-        out.append(Block(str(Path(path).relative_to(REPO)), guide, len(out) + 1, start + 1, lang, text, skip))
+        out.append(Block(str(Path(path).relative_to(REPO)), guide, len(out) + 1, start + 1, lang, text, None,
+                         marks))
     return out
 
 
@@ -183,4 +204,5 @@ def doc_blocks():
 
 if __name__ == "__main__":
     for b in doc_blocks():
-        print("%-40s line %4d  %-9s %s" % (b.label, b.line, b.kind, ("skip: " + b.skip) if b.skip else ""))
+        print("%-40s line %4d  %-9s %s" % (b.label, b.line, b.kind, " ".join(
+            ["skip: " + b.skip] if b.skip else [] + ["given: %s" % g for g in b.given])))

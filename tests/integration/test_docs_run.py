@@ -68,28 +68,15 @@ READER_VARS = {
 BLOCKS = doc_blocks()
 GUIDES = sorted({b.guide for b in BLOCKS}, key=[b.guide for b in BLOCKS].index)
 ROWS = []
-_CHANGES_MARK = re.compile(r"^\s*\.\. onionlab-doc-test: changes every run \((.+)\)\s*$")
-
-
-def _changes_every_run(block):
-    """The reason when the rst marks the block as changing on every run (None otherwise)."""
-    if not block.source.endswith(".rst"):
-        return None
-    lines = open(os.path.join(os.path.dirname(__file__), "..", "..", block.source)).read().splitlines()
-    k = block.line - 2
-    while k >= 0 and (not lines[k].strip() or lines[k].lstrip().startswith(".. onionlab-doc-test: skip")):
-        k -= 1
-    m = _CHANGES_MARK.match(lines[k]) if k >= 0 else None
-    return m.group(1) if m else None
-
-
-def run_playbook(text, work, check=False, extra_vars=None, extra_args=(), extra_env=None, timeout=600):
+def run_playbook(text, work, name="playbook", check=False, extra_vars=None, extra_args=(), extra_env=None, timeout=600):
     """ansible-playbook as harness.ansible_run runs it (its environment, its record of every task),
     with the guide's inventory only (``-i DIR`` in extra_args): there ``all`` is the stock host."""
-    work = work / "ansible-run"
+    book = work / ("%s.yml" % name)   # beside what the guide writes (backup/, client-keys/)
     work.mkdir(parents=True, exist_ok=True)
-    serial = len(list(work.glob("playbook-*.yml")))
-    book, record = work / ("playbook-%d.yml" % serial), work / ("record-%d.json" % serial)
+    work = work / ".ansible-run"
+    work.mkdir(parents=True, exist_ok=True)
+    serial = len(list(work.glob("record-*.json")))
+    record = work / ("record-%d.json" % serial)
     book.write_text(text if isinstance(text, str) else json.dumps(text, indent=1))
     (work / "ansible.cfg").write_text("[defaults]\n")
     env = dict(os.environ)
@@ -104,7 +91,6 @@ def run_playbook(text, work, check=False, extra_vars=None, extra_args=(), extra_
         "ANSIBLE_NOCOLOR": "1", "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_RETRY_FILES_ENABLED": "0",
         "ANSIBLE_LOCAL_TEMP": str(work / "tmp-local"),
         "ANSIBLE_HOME": str(work / "home"),
-        "ANSIBLE_GATHERING": "explicit",
         "ANSIBLE_LOCALHOST_WARNING": "False",
         "PYTHONDONTWRITEBYTECODE": "1",
     })
@@ -114,7 +100,7 @@ def run_playbook(text, work, check=False, extra_vars=None, extra_args=(), extra_
         cmd.append("--check")
     if extra_vars:
         cmd += ["-e", json.dumps(extra_vars)]
-    proc = subprocess.run(cmd, cwd=str(work), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+    proc = subprocess.run(cmd, cwd=str(book.parent), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, universal_newlines=True, timeout=timeout)
     tasks, stats = [], {}
     if record.exists():
@@ -244,6 +230,34 @@ def _failure(label, what, run):
     return "%s %s: %s" % (label, what, "; ".join(str(m)[:400] for m in msgs) or run.output[-1500:])
 
 
+SECRET_NAME = re.compile(r"secret_key|auth_private|x25519|private", re.I)
+
+
+def _controller_secrets(work):
+    """Key files the guide left on the controller that others can read: every file whose name says
+    it holds a secret must be 0600 and every directory above it, up to the guide's directory, 0700."""
+    out = []
+    for root, _dirs, files in os.walk(str(work)):
+        rel = os.path.relpath(root, str(work))
+        if rel.split(os.sep)[0] in (".ansible-run", "inventory"):
+            continue
+        for name in files:
+            if not SECRET_NAME.search(name):
+                continue
+            path = os.path.join(root, name)
+            mode = os.stat(path).st_mode & 0o777
+            if mode != 0o600:
+                out.append("controller: %s is %04o, a secret key must be 0600" % (os.path.relpath(path, str(work)), mode))
+            d = root
+            while os.path.relpath(d, str(work)) != ".":
+                dmode = os.stat(d).st_mode & 0o777
+                if dmode != 0o700:
+                    out.append("controller: directory %s/ of %s is %04o, must be 0700" % (
+                        os.path.relpath(d, str(work)), name, dmode))
+                d = os.path.dirname(d)
+    return out
+
+
 @pytest.mark.parametrize("guide", GUIDES)
 def test_guide_runs_as_printed(guide, reader, tmp_path):
     bed = reader["bed"]
@@ -275,20 +289,31 @@ def test_guide_runs_as_printed(guide, reader, tmp_path):
                 continue
             text = block.playbook_text()
             args = ["-i", str(inventory_dir)]
-            check = run_playbook(text, work, check=True, extra_vars=READER_VARS, extra_args=args, extra_env=_ENV)
+            for given in block.given:
+                if given == "a fresh host":
+                    _restore(bed, reader["before"])
+                else:
+                    before = [b for b in BLOCKS if b.label == given]
+                    assert before, "%s: given %s: no such block" % (block.label, given)
+                    setup = run_playbook(before[0].playbook_text(), work, "given-%d" % block.number, extra_vars=READER_VARS,
+                                         extra_args=args, extra_env=_ENV)
+                    assert setup.rc == 0, _failure(given, "(given for %s)" % block.label, setup)
+                row["note"] = (row["note"] + "; " if row["note"] else "") + "given " + given
+            name = "block-%d" % block.number
+            check = run_playbook(text, work, name, check=True, extra_vars=READER_VARS, extra_args=args, extra_env=_ENV)
             row["check"] = _status(check)
             if check.rc != 0:
                 problems.append(_failure(block.label, "--check", check))
-            first = run_playbook(text, work, extra_vars=READER_VARS, extra_args=args, extra_env=_ENV)
+            first = run_playbook(text, work, name, extra_vars=READER_VARS, extra_args=args, extra_env=_ENV)
             row["run"] = _status(first)
             if first.rc != 0:
                 problems.append(_failure(block.label, "run", first))
                 row["seconds"] = time.monotonic() - t0
                 break  # the blocks after it build on it
-            second = run_playbook(text, work, extra_vars=READER_VARS, extra_args=args, extra_env=_ENV)
+            second = run_playbook(text, work, name, extra_vars=READER_VARS, extra_args=args, extra_env=_ENV)
             changed = sum(s.get("changed", 0) for s in second.stats.values())
             row["rerun"] = "changed=%d" % changed if second.rc == 0 else _status(second)
-            reason = _changes_every_run(block)
+            reason = block.changes_every_run
             if reason:
                 row["note"] = "changes every run (%s)" % reason
             if second.rc != 0:
@@ -297,6 +322,7 @@ def test_guide_runs_as_printed(guide, reader, tmp_path):
                 problems.append("%s second run: changed=%d, expected 0: %s" % (
                     block.label, changed, [t["task"] for t in second.results(status="changed")]))
             row["seconds"] = time.monotonic() - t0
+        problems += _controller_secrets(work)
     finally:
         services = _services(tmp_path / "restore", inventory_dir)
         removed = _restore(bed, reader["before"])
