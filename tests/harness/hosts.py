@@ -42,6 +42,7 @@ through those state files only, never by name.
 CLI::
 
     python tests/harness/hosts.py up [--dir DIR] [-n 3] [--privnet PRIVNET_DIR] [--stock] [--inventory-out FILE]
+        # FILE.ini gets an INI inventory, any other name JSON (= YAML)
     python tests/harness/hosts.py inventory --dir DIR     # print the inventory (JSON = YAML)
     python tests/harness/hosts.py down --dir DIR
     python tests/harness/hosts.py cleanup [--all]
@@ -56,6 +57,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -645,8 +647,10 @@ class HostBed:
         }}}}
 
     def write_inventory(self, path=None):
-        text = json.dumps(self.inventory(), indent=2) + '\n'
+        """The inventory to self.inventory_path (JSON, which YAML reads) and to path, in the format its
+        name says: INI for .ini (inventory_ini), else JSON."""
         for p in filter(None, [self.inventory_path, path]):
+            text = inventory_ini(self.inventory()) if p.endswith('.ini') else json.dumps(self.inventory(), indent=2) + '\n'
             with open(p, 'w') as f:
                 f.write(text)
 
@@ -665,6 +669,31 @@ class HostBed:
 
     def __exit__(self, *exc):
         self.down()
+
+
+def _ini_value(value):
+    """A value of an INI inventory line: ansible's ini plugin reads a Python literal (lists,
+    booleans, numbers) and else takes the text; text with a space or quote is quoted."""
+    if not isinstance(value, str):
+        return repr(value)
+    text = str(value)
+    return repr(text) if re.search(r'[\s\'"#;=]', text) else text
+
+
+def inventory_ini(inventory):
+    """The inventory of HostBed.inventory() as an INI inventory: hosts of each group with their vars
+    on one line, then [group:vars] (values as Python literals, which ansible's ini plugin reads)."""
+    lines = []
+    for group, data in inventory['all']['children'].items():
+        lines.append('[%s]' % group)
+        for name, hvars in data.get('hosts', {}).items():
+            lines.append(' '.join([name] + ['%s=%s' % (k, _ini_value(v)) for k, v in hvars.items()]))
+        lines.append('')
+        if data.get('vars'):
+            lines.append('[%s:vars]' % group)
+            lines += ['%s=%s' % (k, _ini_value(v)) for k, v in data['vars'].items()]
+            lines.append('')
+    return '\n'.join(lines)
 
 
 def overlay_supported():
@@ -883,7 +912,8 @@ def main(argv=None):
     s.add_argument('--dir')
     s.add_argument('-n', type=int, default=3)
     s.add_argument('--privnet', metavar='PRIVNET_DIR', help='join the privnet.py network started in this dir')
-    s.add_argument('--inventory-out', help='also write the inventory here')
+    s.add_argument('--inventory-out', help='also write the inventory here: INI when FILE ends in .ini, else JSON '
+                                           '(which is YAML)')
     s.add_argument('--stock', action='store_true',
                    help="tor as Debian ships it: stock /etc/tor/torrc, control socket /run/tor/control")
     s = sub.add_parser('down')
