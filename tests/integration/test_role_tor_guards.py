@@ -11,12 +11,13 @@ from harness.ansible_run import run_playbook
 SINGLE = {"HiddenServiceSingleHopMode": True, "HiddenServiceNonAnonymousMode": True}
 
 
-def configure(tmp_path, **role_vars):
+def configure(tmp_path, check=False, diff=False, **role_vars):
     base = {"tor_config_file": str(tmp_path / "torrc"), "tor_config_dir": str(tmp_path / "torrc.d"),
             "tor_os_defaults_torrc": "/dev/null", "tor_control_port": 0, "tor_control_socket": None}
     base.update(role_vars)
     return run_playbook([{"hosts": "localhost", "gather_facts": False, "vars": base, "tasks": [
-        {"ansible.builtin.include_role": {"name": "onionlab.tor.tor", "tasks_from": "configure"}}]}], tmp_path)
+        {"ansible.builtin.include_role": {"name": "onionlab.tor.tor", "tasks_from": "configure"}}]}], tmp_path,
+        check=check, diff=diff)
 
 
 @pytest.mark.parametrize("role_vars, found", [
@@ -48,3 +49,17 @@ def test_ordinary_options_pass_the_guard(tmp_path):
     run = configure(tmp_path, tor_options={"HiddenServiceSingleHopMode": False, "DataDirectory": str(tmp_path / "d")})
     assert run.rc == 0, run.output
 
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_unknown_option_is_named_by_tor_before_anything_is_written(tmp_path, check):
+    """A typo in tor_options: the message is tor's own line (it was "failed to validate"), in
+    check mode too, and neither torrc nor its drop-in directory is written."""
+    run = configure(tmp_path, check=check, diff=check, tor_options={"AccountingMx": "1 GB"})
+    assert run.rc == 2, run.output
+    failed = [t for t in run.tasks if t["status"] == "failed"]
+    assert [t["task"] for t in failed] == ["onionlab.tor.tor : Tor accepts the new torrc"], run.output
+    assert failed[0]["result"]["msg"] == (
+        "tor --verify-config refuses the torrc made from tor_options and tor_config_lines (nothing was written): "
+        "Failed to parse/validate config: Unknown option 'AccountingMx'.  Failing."), failed[0]["result"]["msg"]
+    assert not (tmp_path / "torrc").exists() and not (tmp_path / "torrc.d").exists()
