@@ -1,0 +1,291 @@
+"""Onionbalance on the private Tor network (tests/harness/privnet.py).
+
+Why the network needs a 20 s voting interval (measured, see the docstring of
+``BalancedPrivNet``): under ``TestingTorNetwork 1`` tor ignores the consensus
+parameter ``hsdir-interval`` and makes the onion-service time period as long as
+one shared-random protocol run (24 voting rounds; src/feature/hs/hs_common.c
+``get_time_period_length()``) and its rotation offset one SR phase (12 rounds).
+Onionbalance 0.2.2/0.2.4 run with ``--is-testnet`` hard-code chutney's 20 s
+round instead (onionbalance/hs_v3/consensus.py: period ``(24 * 20) // 60`` = 8
+minutes, offset ``(12 * 20) // 60`` = 4 minutes).  The privnet votes every 10 s
+(4-minute periods): the blinded key onionbalance signs with (it mixes the period
+length and number in) is then not the one clients derive, and clients never
+find the frontend descriptor.  With ``V3AuthVotingInterval 20`` both agree.
+
+Helpers (standard library only; onionbalance itself is Debian's package):
+
+* ``BalancedPrivNet`` -- a PrivNet whose authorities vote every 20 s;
+* ``write_frontend_key(path)`` -- a new frontend key in tor's
+  ``hs_ed25519_secret_key`` format (onionbalance reads it); returns the address;
+* ``add_backend(net, name, frontend, http_port)`` -- a tor hosting one service
+  with ``HiddenServiceOnionbalanceInstance 1`` and ``ob_config``;
+* ``Onionbalance`` -- one ``onionbalance`` process against a frontend tor's
+  ControlPort, stopped by PID;
+* ``NamedHTTP`` -- a loopback HTTP server whose page names it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import os
+import shutil
+import socketserver
+import subprocess
+import threading
+import time
+
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion as onionkeys
+
+from . import privnet
+
+ONIONBALANCE = shutil.which('onionbalance') or '/usr/sbin/onionbalance'
+VOTING_INTERVAL = 20  # what onionbalance --is-testnet assumes (chutney's)
+
+
+def onionbalance_version():
+    try:
+        out = subprocess.run([ONIONBALANCE, '--version'], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, timeout=30).stdout.decode()
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.strip().split()[-1] if out.strip() else None
+
+
+class BalancedPrivNet(privnet.PrivNet):
+    """The private network with authorities voting every 20 s (the first
+    consensus still comes on the 10 s initial grid, so start-up is as fast)."""
+
+    def _gen_authority_keys(self, nodes):
+        for a in nodes:
+            # later torrc lines win: overrides privnet's 'V3AuthVotingInterval 10'
+            a.extra.append('V3AuthVotingInterval %d' % VOTING_INTERVAL)
+        return super()._gen_authority_keys(nodes)
+
+
+def new_expanded_key():
+    digest = bytearray(hashlib.sha512(os.urandom(32)).digest())
+    digest[0] &= 248
+    digest[31] &= 127
+    digest[31] |= 64
+    return bytes(digest)
+
+
+def write_frontend_key(path, expanded=None):
+    """Write tor's hs_ed25519_secret_key format (0600); return the address (no .onion)."""
+    expanded = expanded or new_expanded_key()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, 'wb') as f:
+        f.write(onionkeys.SECRET_HEADER + expanded)
+    return onionkeys.onion_address(onionkeys.ed25519_public_from_expanded(expanded))
+
+
+def backend_lines(hs_dir, http_port, virtual_port=80):
+    return ['HiddenServiceDir %s' % hs_dir,
+            'HiddenServicePort %d 127.0.0.1:%d' % (virtual_port, http_port),
+            'HiddenServiceOnionbalanceInstance 1']
+
+
+def add_backend(net, name, frontend, http_port):
+    """Start a tor hosting one balanced service (its own key, ob_config naming
+    the frontend). Returns (node, address)."""
+    # beside the tor's data directory (PrivNet.add_tor empties that one); tor
+    # refuses to start when HiddenServiceOnionbalanceInstance 1 has no ob_config
+    hs_dir = os.path.join(net.base_dir, name + '-hs')
+    os.makedirs(hs_dir, mode=0o700, exist_ok=True)
+    os.chmod(hs_dir, 0o700)
+    with open(os.path.join(hs_dir, 'ob_config'), 'w') as f:
+        f.write('MasterOnionAddress %s.onion\n' % frontend.replace('.onion', ''))
+    node = net.add_tor(name, extra_lines=backend_lines(hs_dir, http_port))
+    deadline = time.monotonic() + 30
+    host = os.path.join(hs_dir, 'hostname')
+    while not os.path.exists(host):
+        if time.monotonic() > deadline:
+            raise privnet.PrivNetError('%s wrote no hostname' % name)
+        time.sleep(0.1)
+    with open(host) as f:
+        return node, f.read().strip()
+
+
+def restart_tor(net, node):
+    """Start a stopped node's tor again with the same torrc (same keys)."""
+    size = node.log_text().count('Bootstrapped 100%')
+    node.start()
+    deadline = time.monotonic() + 60
+    while True:
+        text = node.log_text()
+        if text.count('Bootstrapped 100%') > size:
+            return node
+        if not node.running() or time.monotonic() > deadline:
+            raise privnet.PrivNetError('%s did not come back: %s' % (node.name, text[-500:]))
+        time.sleep(0.1)
+
+
+def stop_tor(node, grace=5.0):
+    privnet.kill_pids([(node.pid, node.starttime)], grace)
+    try:
+        node.proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def write_config(path, key_path, addresses):
+    """config.yaml (YAML is a superset of JSON-ish flow style; written by hand)."""
+    lines = ['services:', '- key: %s' % key_path, '  instances:']
+    for i, a in enumerate(addresses):
+        lines += ['  - address: %s' % a.replace('.onion', ''), '    name: node%d' % (i + 1)]
+    with open(path, 'w') as f:
+        f.write('\n'.join(lines) + '\n')
+
+
+class Onionbalance:
+    """``onionbalance --is-testnet`` against one frontend tor (ControlPort,
+    cookie auth).  ``-s`` names a socket that does not exist so it never
+    talks to a system tor's /var/run/tor/control."""
+
+    def __init__(self, workdir, frontend_node, config_path, verbosity='info', argv=None):
+        self.argv = argv  # a command line to run as given (the role's unit drop-in ExecStart)
+        self.workdir = workdir
+        self.node = frontend_node
+        self.config_path = config_path
+        self.verbosity = verbosity
+        self.log_path = os.path.join(workdir, 'onionbalance.log')
+        self.proc = None
+        self.starttime = None
+
+    def start(self):
+        argv = self.argv or [
+            ONIONBALANCE, '--is-testnet', '-v', self.verbosity, '-c', self.config_path,
+            '-i', '127.0.0.1', '-p', str(self.node.control_port),
+            '-s', os.path.join(self.workdir, 'no-such-control-socket')]
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL, stdout=open(self.log_path, 'ab'), stderr=subprocess.STDOUT,
+            start_new_session=True, close_fds=True, cwd=self.workdir)
+        self.starttime = privnet.proc_starttime(self.proc.pid)
+        return self
+
+    def log_text(self):
+        try:
+            with open(self.log_path, errors='replace') as f:
+                return f.read()
+        except OSError:
+            return ''
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self):
+        if self.proc is None:
+            return
+        privnet.kill_pids([(self.proc.pid, self.starttime)], 5.0)
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        self.proc = None
+
+
+class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+class NamedHTTP:
+    """A loopback HTTP server answering 'backend <name>' to every GET."""
+
+    def __init__(self, name):
+        body = ('backend %s\n' % name).encode()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(200)
+                self.send_header('Content-Type', 'text/plain')
+                self.send_header('Content-Length', str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.name = name
+        self.server = _Server(('127.0.0.1', 0), Handler)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+__all__ = ['BalancedPrivNet', 'Onionbalance', 'NamedHTTP', 'add_backend', 'write_frontend_key',
+           'write_config', 'stop_tor', 'restart_tor', 'onionbalance_version']
+
+
+def isolated_get(socks_port, address, timeout=20.0, tag=None):
+    """(status, body) of GET / on address through the client's SocksPort, with
+    a SOCKS5 username/password of its own (IsolateSOCKSAuth, tor's default):
+    a fresh circuit and rendezvous each time, so the client picks an
+    introduction point of the frontend descriptor anew."""
+    import socket
+    import struct
+    import uuid
+    user = (tag or uuid.uuid4().hex[:16]).encode()
+    sock = socket.create_connection(('127.0.0.1', socks_port), timeout=timeout)
+    with sock:
+        sock.sendall(b'\x05\x01\x02')
+        if sock.recv(2) != b'\x05\x02':
+            raise OSError('SOCKS proxy refused username/password')
+        sock.sendall(b'\x01' + bytes([len(user)]) + user + b'\x01x')
+        if sock.recv(2) != b'\x01\x00':
+            raise OSError('SOCKS authentication refused')
+        name = address.encode('ascii')
+        sock.sendall(b'\x05\x01\x00\x03' + bytes([len(name)]) + name + struct.pack('>H', 80))
+        head = b''
+        while len(head) < 10:
+            chunk = sock.recv(10 - len(head))
+            if not chunk:
+                raise OSError('SOCKS proxy closed the connection')
+            head += chunk
+        if head[1] != 0:
+            raise OSError('SOCKS connect failed (0x%02x)' % head[1])
+        sock.sendall(('GET / HTTP/1.0\r\nHost: %s\r\n\r\n' % address).encode())
+        data = b''
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    head, _, body = data.partition(b'\r\n\r\n')
+    try:
+        status = int(head.split()[1])
+    except (IndexError, ValueError):
+        raise OSError('not an HTTP answer: %r' % data[:80])
+    return status, body.decode('utf-8', 'replace').strip()
+
+
+def forget_descriptors(net):
+    """SIGNAL NEWNYM to the client tor: besides new circuits, it purges the client's onion-service
+    state (descriptor cache, intro-point failures), so the next request fetches the frontend
+    descriptor again.  A client that still reaches one backend never refetches by itself before
+    the cached descriptor expires; this is what makes a restarted backend visible to this client."""
+    from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
+    ctl = connect(port=net.client.control_port, cookie_path=net.client.cookie_path)
+    try:
+        ctl.signal('NEWNYM')
+    finally:
+        ctl.close()
+
+
+def dropin_command(path):
+    """The argv of the last non-empty ExecStart= line of a systemd drop-in."""
+    import shlex
+    argv = None
+    with open(path) as f:
+        for line in f:
+            if line.startswith('ExecStart=') and line.strip() != 'ExecStart=':
+                argv = shlex.split(line.strip()[len('ExecStart='):])
+    if not argv:
+        raise AssertionError('no ExecStart command in %s' % path)
+    return argv
