@@ -32,7 +32,8 @@ attributes:
   diff_mode:
     support: full
     details:
-      - The diff shows the services' configuration before and after, and client names; never a key.
+      - The diff shows the services' configuration before and after, client names and the lines appended to torrc
+        (the C(%include) of O(config_file)); never a key.
 options:
   path:
     description:
@@ -314,7 +315,8 @@ EXAMPLES = r"""
 RETURN = r"""
 onion_address:
   description: The service's address (56 base32 characters and C(.onion)), read from its C(hostname) file and checked
-    against its public key; null when it could not be read or for an absent service.
+    against its public key; in check mode also the address of a key to be installed (O(private_key)); null when it
+    could not be read or is not known yet (check mode, tor to generate the key) or for an absent service.
   returned: success
   type: str
   sample: 3zctsvlipa2huw7m6aue2pgg5smygco7l5wq4f4wfc4zuox473k7i7qd.onion

@@ -141,3 +141,25 @@ def test_tor_stopped_is_named(stockbed, tmp_path):
         sh(bed, h, "test ! -e /var/lib/tor/web")
     finally:
         sh(bed, h, "systemctl start tor@default")
+
+
+def test_check_diff_shows_the_include_and_the_address_of_a_given_key(stockbed, tmp_path):
+    """issue 14.10: on Debian's stock torrc, --check --diff shows the %include line a real run appends,
+    and returns the onion_address of a key given (from a backup) instead of null; nothing changes."""
+    from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
+    from harness.fake_controller import new_expanded_key
+    bed, h = stockbed, stockbed.hosts[0]
+    blob = onion.key_blob(new_expanded_key(b"onionlab stock check mode"))
+    before = host_state(bed, h)
+    run = play(bed, h, tmp_path, [{"name": "restore", HS: {"path": "/var/lib/tor/restored", "ports": [80],
+                                                             "private_key": blob}}], check=True, diff=True)
+    assert run.rc == 0, run.output
+    result = run.task("restore", h["name"])["result"]
+    assert result["changed"] is True
+    assert result["onion_address"] == onion.service_id_of_key(blob) + ".onion"
+    assert result["diff"]["after"]["torrc"] == {"path": "/etc/tor/torrc", "appended": [
+        "# Added by onionlab.tor: the onion services it manages", "%include " + DROP_IN]}
+    assert "%include " + DROP_IN in run.stdout
+    assert blob.split(":", 1)[1] not in run.stdout + run.stderr + str(result)
+    assert host_state(bed, h) == before
+    sh(bed, h, "test ! -e /var/lib/tor/restored")

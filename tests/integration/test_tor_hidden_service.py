@@ -74,8 +74,13 @@ def test_check_mode_touches_nothing(tor, tmp_path):
     assert not os.path.exists(path)
     assert not (tmp_path / "torrc.d").exists()
     assert live_conf(tor) == [("HiddenServiceOptions", None)]
-    assert res["diff"]["before"] == {"services": []}
+    assert res["diff"]["before"] == {"services": [], "torrc": {"path": str(tor.torrc), "appended": []}}
     assert res["diff"]["after"]["services"][0]["path"] == path
+    # the %include line the real run appends to torrc is in the diff (issue 14.10), and on screen
+    include = "%%include %s" % (tmp_path / "torrc.d" / "onionlab.conf")
+    assert res["diff"]["after"]["torrc"] == {"path": str(tor.torrc), "appended": [
+        "# Added by onionlab.tor: the onion services it manages", include]}
+    assert include in run.stdout, run.stdout
 
 
 def test_ports_added_and_removed_options_changed(tor, tmp_path):

@@ -324,7 +324,15 @@ def plan(state, desired, absent=(), exclusive=False, purge=False, clients=None, 
     steps.changed = steps.set_conf or steps.drop_in_change or steps.include_change or bool(steps.purge_dirs)
     steps.diff = {"before": {"services": [_diff_view(s, state) for s in steps.before]},
                   "after": {"services": [_diff_view(s, state, steps.client_plans) for s in steps.after]}}
+    if steps.include_change:   # the lines appended to torrc, so that --diff and --check show them
+        steps.diff["before"]["torrc"] = {"path": state.config_file, "appended": []}
+        steps.diff["after"]["torrc"] = {"path": state.config_file, "appended": include_lines(state.drop_in)}
     return steps
+
+
+def include_lines(drop_in):
+    """The lines appended to torrc so that it %includes the drop-in."""
+    return ["# Added by onionlab.tor: the onion services it manages", "%%include %s" % drop_in]
 
 
 def _after_block(before, desired, absent, exclusive):
@@ -602,7 +610,12 @@ class PersistentManager(object):
         steps = plan(state, **request)
         self.warnings.extend(steps.warnings)
         if self.check_mode or not steps.changed:
-            return steps.result([describe_persistent(s) for s in steps.after])
+            services = [describe_persistent(s) for s in steps.after]
+            for service in services:   # check mode: a key to be installed gives the address it will have
+                if service["onion_address"] is None and service["path"] in steps.key_writes:
+                    service["onion_address"] = onion.onion_address(
+                        onion.ed25519_public_from_expanded(steps.key_writes[service["path"]])) + ".onion"
+            return steps.result(services)
         return self.execute(steps)
 
     def read_state(self, desired, absent=(), keys=None):
@@ -755,8 +768,8 @@ class PersistentManager(object):
     def _add_include(self):
         with open(self.facts.config_file) as handle:
             text = handle.read()
-        addition = ("" if text.endswith("\n") or not text else "\n") + \
-            "# Added by onionlab.tor: the onion services it manages\n%%include %s\n" % self.drop_in
+        addition = ("" if text.endswith("\n") or not text else "\n") + "".join(
+            line + "\n" for line in include_lines(self.drop_in))
         with open(self.facts.config_file, "a") as handle:
             handle.write(addition)
 

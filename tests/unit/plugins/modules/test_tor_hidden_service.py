@@ -112,10 +112,14 @@ def test_check_mode_changes_nothing(runner, fake, tmp_path, torrc):
     assert again["onion_address"] == address_on_disk(path)
 
 
-def test_diff_and_port_change(runner, fake, tmp_path):
+def test_diff_and_port_change(runner, fake, tmp_path, torrc):
     path = service_dir(tmp_path)
     first = runner.ok(module, diff=True, **args(fake, tmp_path, path=path, ports=WEB_PORTS))
-    assert first["diff"]["before"] == {"services": []}
+    # the %include line appended to torrc is in the diff (issue 14.10)
+    assert first["diff"]["before"] == {"services": [], "torrc": {"path": str(torrc), "appended": []}}
+    assert first["diff"]["after"]["torrc"] == {"path": str(torrc), "appended": [
+        "# Added by onionlab.tor: the onion services it manages", "%%include %s" % drop_in(tmp_path)]}
+    assert torrc.read_text().endswith("\n".join(first["diff"]["after"]["torrc"]["appended"]) + "\n")
     [after] = first["diff"]["after"]["services"]
     assert after["path"] == path and after["authorized_clients"] == []
     assert after["ports"] == [{"port": 80, "target_address": "127.0.0.1", "target_port": 8080}]
@@ -619,3 +623,34 @@ def test_duplicate_path_is_named(runner, fake, tmp_path, torrc):
     msg = runner.fails(module, **args(fake, tmp_path, services=[{"path": path, "ports": [80]},
                                                                 {"path": path + "/", "ports": [81]}]))["msg"]
     assert msg == "the same path is given for more than one service: %s; give each service its own directory" % path
+
+
+# -- check mode and diff: what a run will do (issue 14.10) -------------------------------------------
+def test_check_mode_shows_the_include_and_the_address_of_a_given_key(runner, fake, tmp_path, torrc):
+    path = service_dir(tmp_path)
+    torrc_text = torrc.read_text()
+    checked = runner.ok(module, check_mode=True, diff=True,
+                        **args(fake, tmp_path, path=path, ports=WEB_PORTS, private_key=KEY_BLOB))
+    assert checked["changed"] is True
+    assert checked["onion_address"] == checked["service"]["onion_address"] == KEY_SID + ".onion"
+    assert checked["diff"]["after"]["torrc"]["appended"][-1] == "%%include %s" % drop_in(tmp_path)
+    assert not os.path.exists(path) and torrc.read_text() == torrc_text and setconfs(fake) == []
+    listed = runner.ok(module, check_mode=True, **args(fake, tmp_path, services=[
+        {"path": path, "ports": [80], "private_key": KEY_BLOB}, {"path": service_dir(tmp_path, "b"), "ports": [80]}]))
+    assert [s["onion_address"] for s in listed["services"]] == [KEY_SID + ".onion", None]
+    # the real run gives that address; once torrc includes the drop-in, the diff has no torrc part
+    done = runner.ok(module, diff=True, **args(fake, tmp_path, path=path, ports=WEB_PORTS, private_key=KEY_BLOB))
+    assert done["onion_address"] == KEY_SID + ".onion"
+    other = runner.ok(module, check_mode=True, diff=True, **args(fake, tmp_path, path=service_dir(tmp_path, "c"),
+                                                                 ports=WEB_PORTS))
+    assert "torrc" not in other["diff"]["before"] and "torrc" not in other["diff"]["after"]
+
+
+def test_check_mode_address_of_a_key_already_on_disk(runner, fake, tmp_path, torrc):
+    """A directory restored from a backup (key files, not yet in tor): check mode gives its address."""
+    from harness.fake_controller import write_service_keys
+    path = service_dir(tmp_path)
+    os.mkdir(path, 0o700)
+    write_service_keys(path, KEY)
+    checked = runner.ok(module, check_mode=True, **args(fake, tmp_path, path=path, ports=WEB_PORTS))
+    assert checked["changed"] is True and checked["onion_address"] == KEY_SID + ".onion"

@@ -48,7 +48,7 @@ def test_defences_reach_tor_idempotent_and_round_trip(runner, fake, tmp_path):
     assert service["pow"] == {"enabled": True, "queue_rate": 50, "queue_burst": 2500}
     assert service["intro_dos"] == {"enabled": True, "rate_per_sec": 10, "burst_per_sec": 200}
     assert service["export_circuit_id"] == "haproxy"
-    assert first["diff"]["before"] == {"services": []}
+    assert first["diff"]["before"]["services"] == []
     assert first["diff"]["after"]["services"][0]["pow"]["queue_rate"] == 50
     assert first["tor"] == {"version": "0.4.9.11", "non_anonymous": False}
     drop_in = (tmp_path / "torrc.d" / "onionlab.conf").read_text()
