@@ -68,7 +68,7 @@ def test_create_check_diff_idempotent_change_off(tor, tmp_path):
     checked, first, second = results(run)
     assert [checked["changed"], first["changed"], second["changed"]] == [True, True, False]
     assert checked["diff"]["after"]["services"][0]["pow"] == {"enabled": True, "queue_rate": 100, "queue_burst": 2500}
-    assert first["diff"]["before"] == {"services": []}
+    assert first["diff"]["before"]["services"] == []
     assert first["service"]["intro_dos"] == {"enabled": True, "rate_per_sec": 10, "burst_per_sec": 100}
     assert first["service"]["export_circuit_id"] == "haproxy"
     assert first["tor"]["non_anonymous"] is False and first["tor"]["version"].startswith("0.4.9")
