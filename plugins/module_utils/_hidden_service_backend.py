@@ -65,6 +65,8 @@ def services_list(manager, p):
     desired, clients, keys = [], {}, {}
     for entry in p["services"]:
         service = hs.normalize_service(_service_params(entry))
+        if not service["ports"]:   # before anything is written (tor refuses a service without ports)
+            raise ParameterError("the service %s in services needs at least one entry in ports" % service["path"])
         desired.append(service)
         if _clients(entry) is not None:
             clients[service["path"]] = _clients(entry)

@@ -388,3 +388,25 @@ def test_ports_short_forms(tor, tmp_path):
     assert wrong["status"] == "failed"
     assert wrong["result"]["msg"].startswith("ports entry '80/tcp': expected a port (80, to 127.0.0.1:80), "
                                              '"PORT:TARGET_PORT" ("80:8080")'), wrong["result"]["msg"]
+
+
+def test_refusal_after_a_key_was_installed_says_what_was_written(tor, tmp_path):
+    """issue 14.5: tor refuses the new block (a service option it cannot parse) after this run
+    installed a key from a vault: the message says so (it said "nothing was changed"), the key is
+    kept, and the rerun without the bad option takes it up."""
+    key = onion.key_blob(bytes(range(64)))
+    address = onion.service_id_of_key(key) + ".onion"
+    vaulted, bad = web(tmp_path, "vaulted2"), web(tmp_path, "bad")
+    services = [{"path": vaulted, "ports": [80], "private_key": key},
+                {"path": bad, "ports": [81], "extra_options": {"HiddenServiceOnionBalanceInstance": "maybe"}}]
+    run = run_playbook([dict(hs_task(tor, tmp_path, services=services), ignore_errors=True),
+                        hs_task(tor, tmp_path, services=services[:1])], tmp_path)
+    failed, done = results(run)
+    msg = failed["msg"]
+    assert msg.startswith("tor refused the onion-service configuration (513 "), msg
+    assert "nothing was changed" not in msg and "tor's configuration was not changed" in msg, msg
+    assert msg.endswith("This run wrote, and kept so that no key is lost: the key of %s in %s (a directory this run "
+                        "made); a rerun with the same key uses it" % (address, vaulted)), msg
+    assert key.split(":", 1)[1] not in run.output
+    assert not os.path.exists(bad)
+    assert done["services"][0]["onion_address"] == address and run.rc == 0, run.output

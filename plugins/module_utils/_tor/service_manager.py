@@ -512,6 +512,23 @@ def _remove_made_dir(path):
     shutil.rmtree(path, ignore_errors=True)
 
 
+def _left_behind(made_dirs, keys_written, key_writes):
+    """What a failed execute() leaves on disk, for its message: the keys it installed (kept: a
+    key is never deleted) and the directories it made that hold them; or that it left nothing."""
+    kept = []
+    for path in keys_written:
+        if os.path.lexists(os.path.join(path, "hs_ed25519_secret_key")):
+            address = onion.onion_address(onion.ed25519_public_from_expanded(key_writes[path])) + ".onion"
+            kept.append("the key of %s in %s%s" % (address, path, " (a directory this run made)"
+                                                     if path in made_dirs else ""))
+    kept.extend("the new directory %s" % path for path in made_dirs
+                if os.path.isdir(path) and path not in keys_written)
+    if not kept:
+        return "This run left nothing behind (the directories and client files it made were removed)"
+    return ("This run wrote, and kept so that no key is lost: %s; a rerun with the same key uses it"
+            % "; ".join(kept))
+
+
 def _make_dir(path, facts):
     parent = os.path.dirname(path)
     if not os.path.isdir(parent):
@@ -649,13 +666,13 @@ class PersistentManager(object):
         and client files; the SETCONF; the drop-in and torrc's %include; the purge. Returns the
         result dict."""
         result = steps.result(None)
-        made_dirs = []
-        for path in steps.make_dirs:
-            _make_dir(path, self.facts)
-            made_dirs.append(path)
-        undo_clients = []
+        made_dirs, keys_written, undo_clients = [], [], []
         try:
+            for path in steps.make_dirs:
+                _make_dir(path, self.facts)
+                made_dirs.append(path)
             for path, expanded in steps.key_writes.items():
+                keys_written.append(path)   # before: a write that fails half-way may leave the key file
                 self._write_key(path, expanded)
             for path, (write, delete, generated) in steps.client_plans.items():
                 if path in made_dirs or write or delete:
@@ -663,11 +680,15 @@ class PersistentManager(object):
                 result["generated_clients"].extend(dict(g, service=path) for g in generated)
             if steps.set_conf:
                 self._set_block(steps.before, steps.after)
-        except BaseException:
+        except BaseException as exc:
             for undo in undo_clients:
                 undo()
             for path in made_dirs:
                 _remove_made_dir(path)
+            if isinstance(exc, (TorError, OSError)) and (made_dirs or keys_written or undo_clients):
+                what = str(exc) if isinstance(exc, TorError) else (
+                    "%s: %s" % (exc.strerror, exc.filename) if exc.strerror and exc.filename else str(exc))
+                raise ServiceError("%s. %s" % (what.rstrip("."), _left_behind(made_dirs, keys_written, steps.key_writes)))
             raise
         self._persist(steps)
         for path in steps.purge_dirs:   # only what was asked, only after tor let go of it
@@ -687,8 +708,8 @@ class PersistentManager(object):
         try:
             set_conf_explained(self.ctl, hs.block_to_conf(after))
         except OperationFailed as exc:
-            raise ServiceError("tor refused the onion-service configuration (%s); nothing was changed. "
-                               "Check that tor's user (%s) can write the service directories and that "
+            raise ServiceError("tor refused the onion-service configuration (%s); tor's configuration was not "
+                               "changed. Check that tor's user (%s) can write the service directories and that "
                                "the options are valid" % (exc.explanation, self.facts.user or "?"))
         except (ConnectionFailed, ProtocolError) as exc:
             raise ServiceError("%s after the new onion-service configuration was sent: tor may have "

@@ -654,3 +654,33 @@ def test_check_mode_address_of_a_key_already_on_disk(runner, fake, tmp_path, tor
     write_service_keys(path, KEY)
     checked = runner.ok(module, check_mode=True, **args(fake, tmp_path, path=path, ports=WEB_PORTS))
     assert checked["changed"] is True and checked["onion_address"] == KEY_SID + ".onion"
+
+
+# -- a failure after something was written says what (issue 14.5) ------------------------------------
+def test_refusal_after_a_key_was_installed_says_so(runner, fake, tmp_path, torrc):
+    vaulted, plain = service_dir(tmp_path, "vaulted2"), service_dir(tmp_path, "plain")
+    fake.refuse("SETCONF", "553", "Unable to set option: Failed to configure rendezvous options. See logs for "
+                                  "details.", times=1)
+    result = runner.fails(module, **args(fake, tmp_path, services=[
+        {"path": vaulted, "ports": [80], "private_key": KEY_BLOB}, {"path": plain, "ports": [80]}]))
+    msg = result["msg"]
+    assert "nothing was changed" not in msg
+    assert msg.startswith("tor refused the onion-service configuration (553 Unable to set option"), msg
+    assert msg.endswith("tor's configuration was not changed. Check that tor's user (root) can write the service "
+                        "directories and that the options are valid. This run wrote, and kept so that no key is "
+                        "lost: the key of %s.onion in %s (a directory this run made); a rerun with the same key uses "
+                        "it" % (KEY_SID, vaulted)), msg
+    assert KEY_BLOB.split(":", 1)[1] not in json.dumps(result)
+    assert address_on_disk(vaulted) == KEY_SID + ".onion" and not os.path.exists(plain)
+    assert fake.hs_block == [] and not drop_in(tmp_path).exists()
+    # the rerun, tor accepting now, takes the kept key up
+    done = runner.ok(module, **args(fake, tmp_path, services=[{"path": vaulted, "ports": [80], "private_key": KEY_BLOB}]))
+    assert done["services"][0]["onion_address"] == KEY_SID + ".onion"
+
+
+def test_services_entry_without_ports_is_refused_before_any_write(runner, fake, tmp_path, torrc):
+    vaulted, noports = service_dir(tmp_path, "vaulted2"), service_dir(tmp_path, "noports")
+    result = runner.fails(module, **args(fake, tmp_path, services=[
+        {"path": vaulted, "ports": [80], "private_key": KEY_BLOB}, {"path": noports}]))
+    assert result["msg"] == "the service %s in services needs at least one entry in ports" % noports
+    assert not os.path.exists(vaulted) and not os.path.exists(noports) and setconfs(fake) == []
