@@ -519,8 +519,8 @@ def _left_behind(made_dirs, keys_written, key_writes):
     for path in keys_written:
         if os.path.lexists(os.path.join(path, "hs_ed25519_secret_key")):
             address = onion.onion_address(onion.ed25519_public_from_expanded(key_writes[path])) + ".onion"
-            kept.append("the key of %s in %s%s" % (address, path, " (a directory this run made)"
-                                                     if path in made_dirs else ""))
+            made = " (a directory this run made)" if path in made_dirs else ""
+            kept.append("the key of %s in %s%s" % (address, path, made))
     kept.extend("the new directory %s" % path for path in made_dirs
                 if os.path.isdir(path) and path not in keys_written)
     if not kept:
