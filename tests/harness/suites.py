@@ -6,6 +6,7 @@ touches the shared rootfs cache (~/.cache/onionlab) nor hosts.py's state.
     python tests/harness/suites.py build SUITE DIR [--mirror URL] [--keyring FILE]
     python tests/harness/suites.py probe DIR          # boot once, print facts as JSON
     python tests/harness/suites.py verify DIR         # tor --verify-config of hosts.py's torrcs
+    python tests/harness/suites.py bed SUITE=DIR ...  # a bed of those trees; the modules over ssh
     python tests/harness/suites.py remove DIR
 
 ``build`` runs the same ``debootstrap --variant=minbase --include=<hosts.PACKAGES>`` as
@@ -257,6 +258,121 @@ def verify(root):
     return out
 
 
+class MatrixBed(hosts.HostBed):
+    """A bed whose hosts are of different releases: host i boots an overlay of roots[i][1]
+    (a tree made by ``build``), otherwise exactly as hosts.HostBed does (ports, ssh key,
+    _personalise, nspawn, teardown by PID)."""
+
+    def __init__(self, roots, **kw):
+        super().__init__(n=len(roots), name_prefix='mx', layout='overlay', **kw)
+        self.roots = list(roots)
+
+    def _up(self, t0):
+        self.save()
+        subprocess.check_call(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-C', 'onionlab-testbed',
+                               '-f', self.key])
+        with open(self.key + '.pub') as f:
+            pubkey = f.read()
+        with open(os.path.join(hosts.cache_dir(), 'ports.lock'), 'a') as lock:
+            hosts.fcntl.flock(lock, hosts.fcntl.LOCK_EX)
+            self._assign_ports(hosts.claimed_ports(self.state_path))
+            self.save()
+        for h, (suite, root) in zip(self.hosts, self.roots):
+            h['suite'] = suite
+            self._mount_overlay(h, root)
+        for h in self.hosts:
+            self._personalise(h, pubkey)
+        t2 = time.monotonic()
+        for h in self.hosts:
+            self._boot(h)
+        self.save()
+        self._wait_ssh()
+        self.timings['boot'] = time.monotonic() - t2
+        self.write_inventory()
+        self.timings['total'] = time.monotonic() - t0
+        self.save()
+
+
+def bed(roots, with_roles=False):
+    """Boot one host per (suite, root) and run the collection against them over ssh: ansible
+    ping, tor_hidden_service_info, a persistent tor_hidden_service twice (the second changes
+    nothing). Prints what each step gave per host."""
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    venv = os.path.join(repo, '.venv', 'bin')
+    env = dict(os.environ, ANSIBLE_HOST_KEY_CHECKING='False', ANSIBLE_NOCOLOR='1',
+               ANSIBLE_DEPRECATION_WARNINGS='False', ANSIBLE_RETRY_FILES_ENABLED='False',
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(repo, '.build', 'collections'),
+               PATH=venv + os.pathsep + os.environ.get('PATH', ''))
+    report = {}
+    with MatrixBed(roots) as b:
+        report['boot_seconds'] = round(b.timings['boot'], 1)
+        book = os.path.join(b.base_dir, 'play.yml')
+        with open(book, 'w') as f:
+            json.dump([{'hosts': 'all', 'gather_facts': True, 'module_defaults': {
+                'group/onionlab.tor.tor': {'control_port': '{{ testbed_tor_control_port }}'}}, 'tasks': [
+                {'name': 'facts', 'ansible.builtin.debug': {
+                    'msg': '{{ ansible_distribution }} {{ ansible_distribution_version }} '
+                           'python {{ ansible_python_version }} apparmor {{ ansible_apparmor.status }}'}},
+                {'name': 'info', 'onionlab.tor.tor_hidden_service_info': {}},
+                {'name': 'service', 'onionlab.tor.tor_hidden_service': {
+                    'path': '/var/lib/tor/web', 'ports': [{'port': 80, 'target_port': 8080}]},
+                 'register': 'svc'},
+                {'name': 'again', 'onionlab.tor.tor_hidden_service': {
+                    'path': '/var/lib/tor/web', 'ports': [{'port': 80, 'target_port': 8080}]},
+                 'register': 'again'},
+                {'name': 'idempotent', 'ansible.builtin.assert': {
+                    'that': ['svc is changed', 'again is not changed', 'svc.onion_address == again.onion_address']}},
+                {'name': 'tor still runs', 'ansible.builtin.command': 'systemctl is-active tor@default',
+                 'changed_when': False},
+            ]}], f)
+        t0 = time.monotonic()
+        r = subprocess.run([os.path.join(venv, 'ansible-playbook'), '-i', b.inventory_path, book],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, timeout=600,
+                           stdin=subprocess.DEVNULL)
+        out = r.stdout.decode(errors='replace')
+        report['playbook'] = {'rc': r.returncode, 'seconds': round(time.monotonic() - t0, 1)}
+        report['facts'] = re.findall(r'"msg": "([^"]+)"', out)
+        report['recap'] = [ln.strip() for ln in out.splitlines() if re.match(r'^mx\d+\s+:', ln)]
+        report['hosts'] = {h['name']: h['suite'] for h in b.hosts}
+        if with_roles:  # the site playbook of the molecule scenarios, offline (DisableNetwork 1)
+            rbook = os.path.join(b.base_dir, 'roles.yml')
+            escrow = os.path.join(b.base_dir, 'controller')
+            os.makedirs(escrow, mode=0o700)
+            with open(rbook, 'w') as f:
+                json.dump([{'hosts': 'all', 'gather_facts': True, 'gather_subset': ['min'], 'vars': {
+                    'tor_control_port': '{{ testbed_tor_control_port }}',
+                    'tor_socks_port': '127.0.0.1:{{ testbed_tor_socks_port }}',
+                    'tor_config_lines': ['DisableNetwork 1'], 'tor_torrc_takeover': True,
+                    'onion_service_control_port': '{{ testbed_tor_control_port }}',
+                    'onion_services': [{'name': 'site', 'ports': [{'port': 80, 'target_port': 8080}]}],
+                    'onion_service_backup_dir': escrow + '/onion-keys',
+                    'onion_service_summary_file': escrow + '/onion-services.yml'},
+                    'roles': ['onionlab.tor.tor', 'onionlab.tor.onion_service']}], f)
+            runs = []
+            for _ in range(2):  # converge, then idempotence
+                r = subprocess.run([os.path.join(venv, 'ansible-playbook'), '-i', b.inventory_path, rbook],
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, timeout=600,
+                                   stdin=subprocess.DEVNULL)
+                out = r.stdout.decode(errors='replace')
+                changed, task = {}, None
+                for ln in out.splitlines():
+                    m = re.match(r'^TASK \[(.*)\]', ln)
+                    if m:
+                        task = m.group(1)
+                    m = re.match(r'^changed: \[(mx\d+)', ln)
+                    if m:
+                        changed.setdefault(task, []).append(m.group(1))
+                runs.append({'rc': r.returncode, 'changed': changed, 'recap': [
+                    ln.strip() for ln in out.splitlines() if re.match(r'^mx\d+\s+:', ln)]})
+                if r.returncode:
+                    runs[-1]['failed'] = [ln for ln in out.splitlines() if ln.startswith(('fatal:', 'failed:'))
+                                          or '"msg"' in ln][:12]
+            report['roles'] = runs
+        if r.returncode:
+            report['output_tail'] = out[-4000:]
+    return report
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest='cmd', required=True)
@@ -269,6 +385,9 @@ def main(argv=None):
     pr.add_argument('dir')
     v = sub.add_parser('verify')
     v.add_argument('dir')
+    bd = sub.add_parser('bed')
+    bd.add_argument('roots', nargs='+', metavar='SUITE=DIR')
+    bd.add_argument('--roles', action='store_true', help='converge the tor and onion_service roles twice')
     rm = sub.add_parser('remove')
     rm.add_argument('dir')
     a = ap.parse_args(argv)
@@ -277,6 +396,10 @@ def main(argv=None):
     if a.cmd == 'probe':
         print(json.dumps(probe(a.dir), indent=1))
         return 0
+    if a.cmd == 'bed':
+        res = bed([tuple(x.split('=', 1)) for x in a.roots], a.roles)
+        print(json.dumps(res, indent=1))
+        return 0 if res['playbook']['rc'] == 0 else 1
     if a.cmd == 'verify':
         res = verify(a.dir)
         print(json.dumps(res, indent=1))
