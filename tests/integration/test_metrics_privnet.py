@@ -184,8 +184,10 @@ def test_disable_network_opens_no_metricsport(tmp_path):
 def role_config(tmp_path, tors, **extra):
     """Run the prometheus role on localhost for an inventory of tors; the config and rules dir."""
     inventory = tmp_path / 'tors.json'
+    # both forms of tor_metrics_port: the first tor's as in its torrc (address:port), the others' a port
     inventory.write_text(json.dumps({'tor': {'hosts': dict(
-        (t.name, {'ansible_host': '127.0.0.1', 'tor_metrics_port': t.port}) for t in tors)}}))
+        (t.name, {'ansible_host': '127.0.0.1', 'tor_metrics_port': '127.0.0.1:%d' % t.port if i == 0 else t.port})
+        for i, t in enumerate(tors))}}))
     etc = tmp_path / 'etc-prometheus'
     role_vars = dict(ROLE_VARS, prometheus_config_dir=str(etc), prometheus_tor_hosts="{{ groups['tor'] }}", **extra)
     run = run_playbook([{'hosts': 'localhost', 'gather_facts': False,
@@ -228,13 +230,14 @@ def test_role_config_passes_promtool(watched, tmp_path):
 
 def test_role_refuses_a_bad_port(watched, tmp_path):
     inventory = tmp_path / 'bad.json'
-    inventory.write_text(json.dumps({'tor': {'hosts': {'web1': {'tor_metrics_port': '127.0.0.1:9035'}}}}))
+    inventory.write_text(json.dumps({'tor': {'hosts': {'web1': {'tor_metrics_port': 'web1.example:9035'},
+                                                       'web2': {'tor_metrics_port': '10.0.0.2:9035'}}}}))
     run = run_playbook([{'hosts': 'localhost', 'gather_facts': False, 'roles': [dict(
         role='onionlab.tor.prometheus', prometheus_config_dir=str(tmp_path / 'etc'),
         prometheus_tor_hosts="{{ groups['tor'] }}", **ROLE_VARS)]}], tmp_path, extra_args=['-i', str(inventory)])
     assert run.rc != 0
-    assert ('host web1: tor_metrics_port must be the TCP port of its tor\'s MetricsPort (1-65535), got 127.0.0.1:9035'
-            in run.stdout), run.output
+    assert ("host web1: tor_metrics_port must be its tor's MetricsPort, a port (9035) or an IP address and port "
+            "(10.0.0.5:9035, [fd00::5]:9035) as in torrc, got web1.example:9035" in run.stdout), run.output
     assert not (tmp_path / 'etc' / 'prometheus.yml').exists()
 
 
