@@ -4,6 +4,8 @@
 written unless acknowledged and set as tor requires; accepted (and checked by the real
 tor --verify-config) when it is. Runs the role's configure tasks against files in tmp_path."""
 
+import json
+
 import pytest
 
 from harness.ansible_run import run_playbook
@@ -11,13 +13,13 @@ from harness.ansible_run import run_playbook
 SINGLE = {"HiddenServiceSingleHopMode": True, "HiddenServiceNonAnonymousMode": True}
 
 
-def configure(tmp_path, check=False, diff=False, **role_vars):
+def configure(tmp_path, check=False, diff=False, extra_args=(), **role_vars):
     base = {"tor_config_file": str(tmp_path / "torrc"), "tor_config_dir": str(tmp_path / "torrc.d"),
             "tor_os_defaults_torrc": "/dev/null", "tor_control_port": 0, "tor_control_socket": None}
     base.update(role_vars)
     return run_playbook([{"hosts": "localhost", "gather_facts": False, "vars": base, "tasks": [
         {"ansible.builtin.include_role": {"name": "onionlab.tor.tor", "tasks_from": "configure"}}]}], tmp_path,
-        check=check, diff=diff)
+        check=check, diff=diff, extra_args=extra_args)
 
 
 @pytest.mark.parametrize("role_vars, found", [
@@ -63,3 +65,25 @@ def test_unknown_option_is_named_by_tor_before_anything_is_written(tmp_path, che
         "tor --verify-config refuses the torrc made from tor_options and tor_config_lines (nothing was written): "
         "Failed to parse/validate config: Unknown option 'AccountingMx'.  Failing."), failed[0]["result"]["msg"]
     assert not (tmp_path / "torrc").exists() and not (tmp_path / "torrc.d").exists()
+
+
+def test_a_torrc_not_written_by_the_role_is_not_replaced_and_its_secrets_stay_hidden(tmp_path):
+    """The operator's torrc (not the role's) holds options the new one drops, one a proxy password:
+    the run fails naming each option, the password's value appears nowhere (not with -vvv either,
+    nor in any task result), and the file is unchanged."""
+    secret = "s3cr3t-proxy-value"
+    torrc = tmp_path / "torrc"
+    torrc.write_text("# my own torrc\nSocks5Proxy 127.0.0.1:1\nSocks5ProxyUsername me\n"
+                     "Socks5ProxyPassword %s\nMaxCircuitDirtiness 700\n" % secret)
+    before = torrc.read_bytes()
+    for check in (True, False):
+        run = configure(tmp_path, check=check, diff=check, extra_args=["-vvv"])
+        assert run.rc == 2, run.output
+        failed = [t for t in run.tasks if t["status"] == "failed"]
+        assert [t["task"] for t in failed] == [
+            "onionlab.tor.tor : Nothing the operator had is dropped unless tor_torrc_takeover says so"], run.output
+        msg = failed[0]["result"]["msg"]
+        assert "would drop: MaxCircuitDirtiness 700; Socks5Proxy 127.0.0.1:1; Socks5ProxyPassword (value hidden); " \
+               "Socks5ProxyUsername (value hidden). Nothing was changed." in msg, msg
+        assert secret not in run.output and secret not in json.dumps(run.tasks)
+        assert torrc.read_bytes() == before and not (tmp_path / "torrc.d").exists()
