@@ -35,6 +35,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/: harness.*
 import hosts  # noqa: E402  (tests/harness/hosts.py)
 
 DEBIAN = 'http://deb.debian.org/debian'
@@ -293,7 +294,7 @@ class MatrixBed(hosts.HostBed):
         self.save()
 
 
-def bed(roots, with_roles=False):
+def bed(roots, with_roles=False, with_privnet=False):
     """Boot one host per (suite, root) and run the collection against them over ssh: ansible
     ping, tor_hidden_service_info, a persistent tor_hidden_service twice (the second changes
     nothing). Prints what each step gave per host."""
@@ -304,7 +305,21 @@ def bed(roots, with_roles=False):
                ANSIBLE_COLLECTIONS_PATH=os.path.join(repo, '.build', 'collections'),
                PATH=venv + os.pathsep + os.environ.get('PATH', ''))
     report = {}
-    with MatrixBed(roots) as b:
+    net = None
+    if with_privnet:  # the private Tor network of the harness (privnet.py): onions answer through it
+        net = hosts.privnet.PrivNet(ready_timeout=90)
+        net.start()
+        report['privnet_ready_seconds'] = round(net.timings['ready'], 1)
+    try:
+        return _bed(roots, with_roles, net, venv, env, report)
+    finally:
+        if net is not None:
+            net.stop()
+
+
+def _bed(roots, with_roles, net, venv, env, report):
+    join = net.join_torrc_lines() if net is not None else None
+    with MatrixBed(roots, privnet_join_lines=join) as b:
         report['boot_seconds'] = round(b.timings['boot'], 1)
         book = os.path.join(b.base_dir, 'play.yml')
         with open(book, 'w') as f:
@@ -342,11 +357,18 @@ def bed(roots, with_roles=False):
                 json.dump([{'hosts': 'all', 'gather_facts': True, 'gather_subset': ['min'], 'vars': {
                     'tor_control_port': '{{ testbed_tor_control_port }}',
                     'tor_socks_port': '127.0.0.1:{{ testbed_tor_socks_port }}',
-                    'tor_config_lines': ['DisableNetwork 1'], 'tor_torrc_takeover': True,
+                    'tor_config_lines': '{{ testbed_privnet_torrc_lines if testbed_privnet_joined '
+                                        'else ["DisableNetwork 1"] }}',
+                    'tor_torrc_takeover': True,
                     'onion_service_control_port': '{{ testbed_tor_control_port }}',
-                    'onion_services': [{'name': 'site', 'ports': [{'port': 80, 'target_port': 8080}]}],
+                    'onion_services': [{'name': 'site', 'ports': [{'port': 80,
+                                                                   'target_port': '{{ testbed_tor_or_port }}'}]}],
                     'onion_service_backup_dir': escrow + '/onion-keys',
                     'onion_service_summary_file': escrow + '/onion-services.yml'},
+                    'pre_tasks': [{'name': 'a web server answering its host name', 'ansible.builtin.command':
+                                   'systemd-run --unit=onionlab-web --property=WorkingDirectory=/etc '
+                                   'python3 -m http.server --bind 127.0.0.1 {{ testbed_tor_or_port }}',
+                                   'args': {'creates': '/run/systemd/transient/onionlab-web.service'}}],
                     'roles': ['onionlab.tor.tor', 'onionlab.tor.onion_service']}], f)
             runs = []
             for _ in range(2):  # converge, then idempotence
@@ -368,6 +390,20 @@ def bed(roots, with_roles=False):
                     runs[-1]['failed'] = [ln for ln in out.splitlines() if ln.startswith(('fatal:', 'failed:'))
                                           or '"msg"' in ln][:12]
             report['roles'] = runs
+            if net is not None and not any(r['rc'] for r in runs):
+                import yaml
+                from harness.fixtures import fetch_onion
+                with open(os.path.join(escrow, 'onion-services.yml')) as f:
+                    summary = yaml.safe_load(f)
+                fetched = {}
+                for e in summary:
+                    try:
+                        body, took, attempts = fetch_onion(net.socks_port, e['onion_address'], path='/hostname',
+                                                           deadline=120)
+                        fetched[e['host']] = '%s in %.1fs (%d attempts)' % (body.strip(), took, attempts)
+                    except Exception as exc:  # noqa: BLE001  (a report, not a test)
+                        fetched[e['host']] = 'FAILED: %r' % exc
+                report['fetched_through_privnet'] = fetched
         if r.returncode:
             report['output_tail'] = out[-4000:]
     return report
@@ -388,6 +424,7 @@ def main(argv=None):
     bd = sub.add_parser('bed')
     bd.add_argument('roots', nargs='+', metavar='SUITE=DIR')
     bd.add_argument('--roles', action='store_true', help='converge the tor and onion_service roles twice')
+    bd.add_argument('--privnet', action='store_true', help='join the harness private Tor network, fetch the onions')
     rm = sub.add_parser('remove')
     rm.add_argument('dir')
     a = ap.parse_args(argv)
@@ -397,7 +434,7 @@ def main(argv=None):
         print(json.dumps(probe(a.dir), indent=1))
         return 0
     if a.cmd == 'bed':
-        res = bed([tuple(x.split('=', 1)) for x in a.roots], a.roles)
+        res = bed([tuple(x.split('=', 1)) for x in a.roots], a.roles, a.privnet)
         print(json.dumps(res, indent=1))
         return 0 if res['playbook']['rc'] == 0 else 1
     if a.cmd == 'verify':
