@@ -1,11 +1,14 @@
 # Copyright (c) 2026, onionlab.tor contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The onion_service role on a stock Debian host (fixture stockbed): tor as Debian ships it, reached over
-ssh. Issue 14 point 6: run by an ordinary user without become, the role fails before anything is read
-or written, saying to use become (it failed with a bare Permission denied from a stat task)."""
+ssh. Issue 14: generated client keys escrowed, never printed (point 2); pruning only what the role made
+and an empty list refused (point 4); run by an ordinary user without become, the role fails before
+anything is read or written, saying to use become (point 6; it failed with a bare Permission denied)."""
 
+import stat
 import subprocess
 
+from harness import hosts as hb
 from harness.ansible_run import run_playbook
 
 USER = "onionlab-nobecome"
@@ -51,3 +54,70 @@ def test_role_without_become_says_use_become(stockbed, tmp_path):
         assert root.rc == 0, root.output
     finally:
         _ssh(bed, "userdel -r %s 2>/dev/null; true" % USER, check=False)
+
+
+_SNAPSHOT = "find /etc/tor /var/lib/tor -mindepth 1 -maxdepth 1 | sort"
+_WAIT_TOR = ("for i in $(seq 300); do python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); "
+             "s.connect('/run/tor/control')\" 2>/dev/null && exit 0; sleep 0.1; done; exit 1")
+
+
+def _restore(bed, before):
+    """The stock host as it was: stock torrc, nothing new under /etc/tor and /var/lib/tor, tor restarted."""
+    extra = sorted(set(_ssh(bed, _SNAPSHOT).split()) - set(before.split()))
+    _ssh(bed, "set -e; cp %s /etc/tor/torrc; " % hb.STOCK_TORRC
+              + "".join("rm -rf -- '%s'; " % p for p in extra) + "systemctl restart tor@default")
+    _ssh(bed, _WAIT_TOR)
+
+
+def _tor_dirs(bed):
+    out = _ssh(bed, "python3 - <<'EOF'\nimport socket\ns = socket.socket(socket.AF_UNIX)\n"
+                    "s.connect('/run/tor/control')\nf = s.makefile('rwb')\n"
+                    "cookie = open('/run/tor/control.authcookie', 'rb').read().hex()\n"
+                    "f.write(b'AUTHENTICATE ' + cookie.encode() + b'\\r\\nGETCONF HiddenServiceDir\\r\\nQUIT\\r\\n')\n"
+                    "f.flush()\nprint(f.read().decode())\nEOF")
+    return sorted(line.split("=", 1)[1].strip() for line in out.splitlines() if "HiddenServiceDir=" in line)
+
+
+def test_role_keeps_others_services_escrows_client_keys_and_refuses_an_empty_list(stockbed, tmp_path):
+    """As root on the stock host, with -vvv: a service made with the module alone (as a guide does, in the
+    role's drop-in) survives the role's runs; an authorized client without a public key gets its key in
+    the controller's escrow (0600 in 0700), never in the output; an empty onion_services fails naming
+    the role's service and leaves tor as it was."""
+    bed = stockbed
+    host = bed.hosts[0]["name"]
+    _ssh(bed, _WAIT_TOR)
+    before = _ssh(bed, _SNAPSHOT)
+    try:
+        manual = run_playbook([{"hosts": host, "gather_facts": False, "tasks": [{"onionlab.tor.tor_hidden_service": {
+            "path": "/var/lib/tor/manual", "ports": [{"port": 80, "target_port": 8080}]}}]}], tmp_path,
+            extra_args=["-i", bed.inventory_path])
+        assert manual.rc == 0, manual.output
+        role_vars = {"onion_service_backup_dir": str(tmp_path / "escrow"),
+                     "onion_service_summary_file": str(tmp_path / "summary.yml"),
+                     "onion_services": [{"name": "web", "ports": [{"port": 80, "target_port": 8080}],
+                                         "authorized_clients": [{"name": "alice"}]}]}
+        book = [{"hosts": host, "gather_facts": False, "vars": role_vars, "roles": ["onionlab.tor.onion_service"]}]
+        run = run_playbook(book, tmp_path, extra_args=["-i", bed.inventory_path, "-vvv"])
+        assert run.rc == 0, run.output
+        assert _tor_dirs(bed) == ["/var/lib/tor/manual", "/var/lib/tor/web"]
+        escrow = tmp_path / "escrow" / host / "web" / "clients" / "alice.1.x25519"
+        assert stat.S_IMODE(escrow.stat().st_mode) == 0o600, run.output
+        assert stat.S_IMODE(escrow.parent.stat().st_mode) == 0o700
+        private = escrow.read_text().strip()
+        assert private not in run.output and private.lower() not in run.output
+        assert "alice.auth" in _ssh(bed, "ls /var/lib/tor/web/authorized_clients")
+        record = _ssh(bed, "stat -c '%a %U' /etc/tor/torrc.d/.onionlab_hidden_services.conf.role-owned.json")
+        assert record.split() == ["600", "root"], record
+
+        role_vars["onion_services"] = []
+        empty = run_playbook(book, tmp_path, extra_args=["-i", bed.inventory_path])
+        assert empty.rc != 0, empty.output
+        assert "would remove every service this role made there from tor: /var/lib/tor/web." in empty.output
+        assert _tor_dirs(bed) == ["/var/lib/tor/manual", "/var/lib/tor/web"]
+
+        role_vars["onion_services"] = [{"name": "blog", "ports": [{"port": 80, "target_port": 8081}]}]
+        swap = run_playbook(book, tmp_path, extra_args=["-i", bed.inventory_path])
+        assert swap.rc == 0, swap.output
+        assert _tor_dirs(bed) == ["/var/lib/tor/blog", "/var/lib/tor/manual"]     # web pruned, manual kept
+    finally:
+        _restore(bed, before)
