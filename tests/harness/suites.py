@@ -20,6 +20,32 @@ then boots the tree with ``systemd-nspawn --keep-unit --register=no -b`` as host
 (own cgroups below ours), with a torrc of ``DisableNetwork 1`` / ``SocksPort 0`` (nothing
 leaves the machine: the host network is shared), runs commands inside through ``nsenter``
 into the container's PID 1, and stops it by the nspawn PID with SIGTERM.
+
+Findings (2026-12-04, this machine: Debian 12 host, debootstrap 1.0.128+nmu2+deb12u2, 2 cores)::
+
+    suite     build  size    tor                   python  systemd  debian-tor uid
+    bookworm   47 s  323 MB  0.4.9.11-0+deb12u1    3.11.2  (cache)  100   (multi-host-testbed.md)
+    trixie     99 s  274 MB  0.4.9.15-0+deb13u1    3.13.5  257      100
+    noble      89 s  262 MB  0.4.8.10-1build2      3.12.3  255      100   (built in parallel with jammy)
+    jammy      93 s  236 MB  0.4.6.10-1            3.10.4  249      103
+
+  * Every release: units tor.service (oneshot master) + tor@default.service (Type=notify, same
+    sandbox: ProtectSystem=full, ReadOnlyDirectories=/, ReadWriteDirectories=-/var/lib/tor
+    -/var/log/tor -/run, AppArmorProfile=-system_tor), the same tor-service-defaults-torrc
+    (User debian-tor, ControlSocket /run/tor/control, CookieAuthFile /run/tor/control.authcookie,
+    DataDirectory /var/lib/tor) and the same stock /etc/tor/torrc; hosts.py's torrcs (bed and
+    stock, offline and privnet) pass tor --verify-config on each.
+  * AppArmor: abstractions/tor allows ``/etc/tor/** r`` on bookworm and trixie but only
+    ``/etc/tor/* r`` on noble and jammy, so on an Ubuntu host with AppArmor enforcing, tor cannot
+    read drop-ins under /etc/tor/torrc.d/ (the tor role's %include). Not testable here: this
+    kernel has no AppArmor (ansible_apparmor.status is 'disabled' in every container).
+  * Ubuntu trees come from the release pocket only (no -updates / -security): the versions above.
+  * Ubuntu's keyring: not in bookworm; Debian trixie ships ``ubuntu-keyring`` (see
+    ubuntu_keyring()); debootstrap then checks the Ubuntu Release signature (key F6ECB376...).
+    ``--no-check-gpg`` was not needed.
+  * ``bed --roles --privnet`` with one host of each of the four releases: the tor and
+    onion_service roles converge, the second run reports changed=0, and every host's onion
+    answers through the private network.
 """
 
 from __future__ import annotations
@@ -51,6 +77,41 @@ SUITES = {
     'noble': {'mirror': UBUNTU, 'components': 'main,universe', 'keyring': 'ubuntu', 'script': 'jammy'},
 }
 UBUNTU_KEYRING = '/usr/share/keyrings/ubuntu-archive-keyring.gpg'
+
+
+def ubuntu_keyring(debian_root, dest_dir, mirror=DEBIAN):
+    """Ubuntu's archive keyring from Debian's own ``ubuntu-keyring`` package (in trixie; not in
+    bookworm): its Filename and SHA256 come from the Packages index in a debootstrapped Debian
+    tree (which debootstrap verified against debian-archive-keyring), the .deb from the same
+    Debian mirror, checked against that SHA256 and unpacked with dpkg-deb. Returns the path of
+    ubuntu-archive-keyring.gpg under dest_dir."""
+    import glob
+    import hashlib
+    import urllib.request
+    lists = glob.glob(os.path.join(debian_root, 'var/lib/apt/lists/*_main_binary-*_Packages'))
+    if not lists:
+        raise RuntimeError('no Packages index in %s' % debian_root)
+    with open(lists[0], errors='replace') as f:
+        stanzas = f.read().split('\n\n')
+    fields = None
+    for stanza in stanzas:
+        if re.search(r'^Package: ubuntu-keyring$', stanza, re.M):
+            fields = dict(re.findall(r'^(Filename|SHA256|Version): (.*)$', stanza, re.M))
+            break
+    if not fields:
+        raise RuntimeError('%s has no ubuntu-keyring package' % lists[0])
+    os.makedirs(dest_dir, exist_ok=True)
+    deb = os.path.join(dest_dir, os.path.basename(fields['Filename']))
+    with urllib.request.urlopen('%s/%s' % (mirror.rstrip('/'), fields['Filename']), timeout=60) as r:
+        data = r.read()
+    if hashlib.sha256(data).hexdigest() != fields['SHA256']:
+        raise RuntimeError('%s: SHA256 differs from the signed index' % deb)
+    with open(deb, 'wb') as f:
+        f.write(data)
+    subprocess.check_call(['dpkg-deb', '-x', deb, dest_dir])
+    path = os.path.join(dest_dir, 'usr/share/keyrings/ubuntu-archive-keyring.gpg')
+    print(json.dumps({'ubuntu-keyring': fields['Version'], 'sha256': fields['SHA256'], 'keyring': path}))
+    return path
 
 
 def du(path):
@@ -419,6 +480,9 @@ def main(argv=None):
     b.add_argument('--keyring')
     pr = sub.add_parser('probe')
     pr.add_argument('dir')
+    k = sub.add_parser('keyring')
+    k.add_argument('debian_root')
+    k.add_argument('dest')
     v = sub.add_parser('verify')
     v.add_argument('dir')
     bd = sub.add_parser('bed')
@@ -432,6 +496,9 @@ def main(argv=None):
         return build(a.suite, a.dir, a.mirror, a.keyring)
     if a.cmd == 'probe':
         print(json.dumps(probe(a.dir), indent=1))
+        return 0
+    if a.cmd == 'keyring':
+        ubuntu_keyring(a.debian_root, a.dest)
         return 0
     if a.cmd == 'bed':
         res = bed([tuple(x.split('=', 1)) for x in a.roots], a.roles, a.privnet)
