@@ -83,7 +83,8 @@ def _fail(where, message):
 
 
 def _entries(services, server, backup_dir):
-    """(service, client dict, needs key, id, escrow) of every authorized_clients entry of a present service."""
+    """Every authorized_clients entry of a present service: its service, the entry (public_key checked, or
+    None), where it is (for messages), its id and its escrow file."""
     if services is None:
         return
     if not isinstance(services, list):
@@ -125,9 +126,9 @@ def _entries(services, server, backup_dir):
                                   "descriptor:x25519:)")
             else:
                 public_key = None
-            yield (name, dict(client, public_key=public_key), cwhere,
-                   "%s/%s/%s" % (server, name, cname),
-                   os.path.join(backup_dir, server, name, "clients", "%s.1.x25519" % cname))
+            yield {"service": name, "client": dict(client, public_key=public_key), "where": cwhere,
+                   "id": "%s/%s/%s" % (server, name, cname),
+                   "escrow": os.path.join(backup_dir, server, name, "clients", "%s.1.x25519" % cname)}
 
 
 def onion_authorized_clients(services, server=None, backup_dir=None, private_keys=None):
@@ -137,23 +138,24 @@ def onion_authorized_clients(services, server=None, backup_dir=None, private_key
         raise AnsibleFilterError("onion_authorized_clients: backup_dir (the controller's escrow directory) is required")
     entries = list(_entries(services, server, backup_dir))
     if private_keys is None:
-        return [{"service": service, "name": client["name"], "id": cid, "escrow": escrow}
-                for service, client, _where, cid, escrow in entries if client["public_key"] is None]
+        return [{"service": e["service"], "name": e["client"]["name"], "id": e["id"], "escrow": e["escrow"]}
+                for e in entries if e["client"]["public_key"] is None]
     if not isinstance(private_keys, dict):
         raise AnsibleFilterError("onion_authorized_clients: private_keys must be a dict of client id to private key")
     out = {}
-    for service, client, where, cid, _escrow in entries:
+    for entry in entries:
+        client = entry["client"]
         if client["public_key"] is None:
-            if cid not in private_keys:
-                _fail(where, "no private key (neither in the vault nor in the escrow)")
-            secret = private_keys[cid]
+            if entry["id"] not in private_keys:
+                _fail(entry["where"], "no private key (neither in the vault nor in the escrow)")
+            secret = private_keys[entry["id"]]
             try:
                 raw = client_auth.parse_private_key(secret if isinstance(secret, str) else "", what="the private key")
             except (TorError, ValueError):
-                _fail(where, "its private key (from the vault or the escrow) is not an x25519 private key "
-                             "(52 base32 characters)")
+                _fail(entry["where"], "its private key (from the vault or the escrow) is not an x25519 private key "
+                                      "(52 base32 characters)")
             client = dict(client, public_key=onion.b32(onion.x25519_public(raw)))
-        out.setdefault(service, []).append(client)
+        out.setdefault(entry["service"], []).append(client)
     return out
 
 
