@@ -308,7 +308,7 @@ def suggested_efforts(text):
         if not line.startswith(SUGGESTED_EFFORT + "{"):
             continue
         try:
-            name, labels, value, _ = parse_sample(line.strip(), lineno)
+            name, labels, value, _timestamp = parse_sample(line.strip(), lineno)
         except MetricsParseError:
             continue
         if name != SUGGESTED_EFFORT:
