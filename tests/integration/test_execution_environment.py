@@ -134,7 +134,7 @@ def test_introspect_installed_collection_finds_no_requirement(tarball, tmp_path)
 
 def test_builder_create_context_installs_the_collection(tarball, tmp_path):
     ee = tmp_path / "ee"
-    shutil.copytree(str(EXAMPLE), str(ee), ignore=shutil.ignore_patterns("runner"))
+    shutil.copytree(str(EXAMPLE), str(ee), ignore=shutil.ignore_patterns("runner", "context", "*.tar.gz"))
     shutil.copy2(str(tarball), str(ee / TARBALL))
     definition = yaml.safe_load((ee / "execution-environment.yml").read_text())
     assert definition["version"] == 3
@@ -181,7 +181,7 @@ def _private_data_dir(tarball, base, inventory_vars):
     """A private data directory as AWX lays one out: the example project and settings, the
     collection installed from the tarball into requirements_collections, an inventory."""
     pdd = base / "pdd"
-    shutil.copytree(str(EXAMPLE / "runner"), str(pdd), ignore=shutil.ignore_patterns("hosts.yml"))
+    shutil.copytree(str(EXAMPLE / "runner"), str(pdd), ignore=shutil.ignore_patterns("hosts.yml", "envvars", "artifacts", "requirements_collections"))
     collections = pdd / "requirements_collections"
     _install(tarball, collections)
     inventory = {"onion_hosts": {"hosts": {"localhost": {
