@@ -1,35 +1,41 @@
 # Copyright (c) 2026, onionlab.tor contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Every guide and example runs as printed, on a stock Debian host (fixture ``stockbed``).
+"""Every guide and example runs as printed, on stock Debian hosts (fixture ``stockbed``, issue 14).
 
-The blocks come from ``harness.doc_blocks`` (its docstring has the extraction and the wrapping
-rule, in short: a play runs as printed; a task list becomes the ``tasks:`` of one play
+The blocks come from ``harness.doc_blocks`` (its docstring has the extraction, the marks and the
+wrapping rule; in short: a play runs as printed; a task list becomes the ``tasks:`` of one play
 ``{hosts: all, gather_facts: false, become: true}``; a ``# host_vars/...`` mapping is written to
 the inventory directory; a mapping of one role's variables becomes that role's ``vars``). No block
-is edited here: a block that cannot run is fixed in the guide or marked there with
-``.. onionlab-doc-test: skip (REASON)``, and the marks are printed with the table.
+is edited here: a block that cannot run is fixed in the guide or marked there (``.. onionlab-doc-test:
+skip (REASON)``), and the marks are printed with the table.
 
-The reader: one inventory host ``web1`` (the stock host, also in the groups the guides name:
-``web``, ``onion_servers``, ``onion_clients``, ``bob_laptop``), reached over ssh as an ordinary
-user, ``onionlab-operator``, who becomes root with ``su`` (the root password is set for the run):
-a play that needs root and lacks ``become: true`` fails as it would for a reader. Values a guide
-leaves to the reader are set here, visibly, as extra vars (``READER_VARS``).
+The reader: each guide gets a stock host of its own (the ``stockbed`` host, then hosts of a second
+stock bed started here), named ``web1`` in its inventory and in the groups the guides name: ``web``,
+``onion_servers``, ``bob_laptop``. A guide whose blocks name the group ``onion_clients`` gets a
+second stock host as ``laptop-a`` (the only host of ``onion_clients``); ``laptop-b`` is a name of
+it in no group (the guides name it in a client's ``hosts``). Ansible reaches them over ssh as an
+ordinary user, ``onionlab-operator``, who becomes root with ``su`` (the root password is set for the
+run): a play that needs root and lacks ``become: true`` fails as it would for a reader. Values a
+guide leaves to the reader are extra vars of every run, here, visibly (``READER_VARS``).
 
-Each guide runs in a directory of its own (playbooks, ``backup/``, escrow), its blocks in order as a
-reader would run them one after the other; each block: ``--check`` first (on the host as the blocks
-before it left it), then a run, then a second run that must report ``changed=0`` unless the rst marks
-the block ``.. onionlab-doc-test: changes every run (REASON)``. Between guides the host is put back:
-the services ``tor_hidden_service_info`` lists are reported, torrc is the stock one again, what the
-guide added under /etc/tor and /var/lib/tor is removed and tor restarted; a host that does not come
-back fails the guide.
+Each guide runs in a directory of its own (its playbooks ``block-N.yml``, and what it writes beside
+them: ``backup/``, ``client-keys/``, an escrow), its blocks in order as a reader would run them one
+after the other; each block: ``--check`` first (on the host as the blocks before it left it), then a
+run, then a second run that must report ``changed=0`` unless the rst marks the block ``changes every
+run``. A key file the guide leaves on the controller must be 0600 in 0700 directories. After the
+guide its hosts are put back: the services ``tor_hidden_service_info`` lists are reported, torrc is
+the stock one again, what the guide added under /etc/tor and /var/lib/tor is removed and tor
+restarted, and tor must then list no service. Guides run in parallel (``ONIONLAB_DOCS_WORKERS``,
+default 4), each on its own hosts.
 
-The stock host is offline (its tor knows one directory authority on 127.0.0.1:1): what needs the
-network (a bootstrap, a consensus, a published descriptor) is checked only as far as tor goes
+The stock hosts are offline (their tor knows one directory authority, on 127.0.0.1:1): what needs
+the network (a bootstrap, a consensus, a published descriptor) is checked only as far as tor goes
 locally, or marked skip. The table (guide, block, check, run, rerun changed, seconds) is printed at
-the end of the module.
+the end.
 """
 
 import base64
+import concurrent.futures
 import hashlib
 import json
 import os
@@ -37,17 +43,22 @@ import re
 import secrets
 import subprocess
 import time
+import traceback
 
 import pytest
 import yaml
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.onion import generate_client_keypair
 from harness import ansible_run
+from harness import hosts as hb
 from harness.ansible_run import PlaybookRun
 from harness.doc_blocks import doc_blocks
 
 OPERATOR = "onionlab-operator"
-GROUPS = ("web", "onion_servers", "onion_clients", "bob_laptop")
+SERVER_GROUPS = ("web", "onion_servers", "bob_laptop")
+WORKERS = int(os.environ.get("ONIONLAB_DOCS_WORKERS", "4"))
+# every guide in one module-scoped fixture: minutes on a loaded machine, not pytest.ini's 300 s
+pytestmark = pytest.mark.timeout(1800)
 
 
 def _ed25519_v3_key():
@@ -67,7 +78,12 @@ READER_VARS = {
 
 BLOCKS = doc_blocks()
 GUIDES = sorted({b.guide for b in BLOCKS}, key=[b.guide for b in BLOCKS].index)
-ROWS = []
+if os.environ.get("ONIONLAB_DOCS_GUIDES"):  # e.g. guide_key_backup,examples/accounting_alert (while writing one)
+    GUIDES = [g for g in GUIDES if g in os.environ["ONIONLAB_DOCS_GUIDES"].split(",")]
+_ENV = {"ANSIBLE_REMOTE_TEMP": "~/.ansible/tmp", "ANSIBLE_PIPELINING": "True",
+        "ANSIBLE_HOST_KEY_CHECKING": "False", "ANSIBLE_DEPRECATION_WARNINGS": "False"}
+
+
 def run_playbook(text, work, name="playbook", check=False, extra_vars=None, extra_args=(), extra_env=None, timeout=600):
     """ansible-playbook as harness.ansible_run runs it (its environment, its record of every task),
     with the guide's inventory only (``-i DIR`` in extra_args): there ``all`` is the stock host."""
@@ -109,64 +125,54 @@ def run_playbook(text, work, name="playbook", check=False, extra_vars=None, extr
     return PlaybookRun(proc.returncode, proc.stdout, proc.stderr, tasks, stats, str(book))
 
 
-def _ssh(bed, script, check=True):
-    p = subprocess.run(bed.ssh_cmd(bed.hosts[0], script), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       universal_newlines=True, timeout=120, stdin=subprocess.DEVNULL)
-    if check and p.returncode != 0:
-        raise AssertionError("on the stock host: %s\nrc=%d\n%s" % (script, p.returncode, p.stdout))
-    return p.stdout
+class Host(object):
+    """One stock host of a bed: ssh as root, and what it held before any guide."""
+
+    def __init__(self, bed, h):
+        self.bed, self.h, self.before = bed, h, set()
+
+    def ssh(self, script, check=True):
+        p = subprocess.run(self.bed.ssh_cmd(self.h, script), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           universal_newlines=True, timeout=120, stdin=subprocess.DEVNULL)
+        if check and p.returncode != 0:
+            raise AssertionError("on %s: %s\nrc=%d\n%s" % (self.h["name"], script, p.returncode, p.stdout))
+        return p.stdout
+
+    def inventory_vars(self):
+        return {"ansible_host": "127.0.0.1", "ansible_port": self.h["ssh_port"],
+                "ansible_ssh_private_key_file": self.bed.key}
+
+    def prepare(self, password):
+        """An ordinary user with the bed's ssh key; root's password (shadow kept to put back)."""
+        self.ssh("set -e; cp -a /etc/shadow /etc/shadow.onionlab-docs; "
+                 "id %(u)s >/dev/null 2>&1 || useradd -m -s /bin/bash %(u)s; "
+                 "install -d -m 0700 -o %(u)s -g %(u)s /home/%(u)s/.ssh; "
+                 "install -m 0600 -o %(u)s -g %(u)s /root/.ssh/authorized_keys /home/%(u)s/.ssh/authorized_keys; "
+                 "echo 'root:%(p)s' | chpasswd" % {"u": OPERATOR, "p": password})
+        self.wait_tor()
+        self.before = set(self.ssh(_SNAPSHOT).split())
+
+    def unprepare(self):
+        self.ssh("cp -a /etc/shadow.onionlab-docs /etc/shadow && rm -f /etc/shadow.onionlab-docs; "
+                 "userdel -r %s 2>/dev/null; true" % OPERATOR, check=False)
+
+    def restore(self):
+        """Back to the stock host: stock torrc, only what was there under /etc/tor and /var/lib/tor,
+        tor restarted (ephemeral services die with it). Returns what was removed."""
+        extra = sorted(set(self.ssh(_SNAPSHOT).split()) - self.before)
+        self.ssh("set -e; cp %s /etc/tor/torrc; " % hb.STOCK_TORRC
+                 + "".join("rm -rf -- '%s'; " % p for p in extra)
+                 + "systemctl restart tor@default")
+        self.wait_tor()
+        return extra
+
+    def wait_tor(self):
+        """Until tor answers on /run/tor/control (it opens the socket a moment after it starts)."""
+        self.ssh(_WAIT_TOR)
 
 
-# what the stock host holds before any guide: kept, everything else under these goes
+# what a stock host holds before any guide: kept; everything else under these goes
 _SNAPSHOT = "find /etc/tor /var/lib/tor -mindepth 1 -maxdepth 1 | sort"
-
-
-@pytest.fixture(scope="module")
-def reader(stockbed, request):
-    """The stock host as a reader meets it: an ordinary user with su to root. Yields a dict
-    (inventory text, root password); restores users, root's password and tor at the end."""
-    bed = stockbed
-    password = secrets.token_urlsafe(18)
-    _ssh(bed, "set -e; cp -a /etc/shadow /etc/shadow.onionlab-docs; "
-              "id %(u)s >/dev/null 2>&1 || useradd -m -s /bin/bash %(u)s; "
-              "install -d -m 0700 -o %(u)s -g %(u)s /home/%(u)s/.ssh; "
-              "install -m 0600 -o %(u)s -g %(u)s /root/.ssh/authorized_keys /home/%(u)s/.ssh/authorized_keys; "
-              "echo 'root:%(p)s' | chpasswd" % {"u": OPERATOR, "p": password})
-    _wait_tor(bed)
-    before = set(_ssh(bed, _SNAPSHOT).split())
-    inv = bed.inventory()["all"]["children"]["testbed"]
-    host = inv["hosts"][bed.hosts[0]["name"]]
-    web1 = {"ansible_host": host["ansible_host"], "ansible_port": host["ansible_port"]}
-    common = dict(inv["vars"], ansible_user=OPERATOR, ansible_become_method="su",
-                  ansible_become_password=password)
-    for key in list(common):
-        if key.startswith("testbed_"):
-            del common[key]
-    inventory = {"all": {"vars": common, "hosts": {"web1": web1},
-                         "children": {g: {"hosts": {"web1": None}} for g in GROUPS}}}
-    try:
-        yield {"bed": bed, "inventory": inventory, "before": before}
-    finally:
-        try:
-            _restore(bed, before)
-        finally:
-            _ssh(bed, "cp -a /etc/shadow.onionlab-docs /etc/shadow && rm -f /etc/shadow.onionlab-docs; "
-                      "userdel -r %s 2>/dev/null; true" % OPERATOR, check=False)
-            _print_table(request)
-
-
-def _restore(bed, before):
-    """Back to the stock host: stock torrc, only what was there under /etc/tor and /var/lib/tor, tor
-    restarted (ephemeral services die with it); the names of the services removed are returned."""
-    now = set(_ssh(bed, _SNAPSHOT).split())
-    extra = sorted(now - before)
-    _ssh(bed, "set -e; cp /etc/tor/torrc.onionlab-stock /etc/tor/torrc; "
-              + "".join("rm -rf -- '%s'; " % p for p in extra)
-              + "systemctl restart tor@default")
-    _wait_tor(bed)
-    return extra
-
-
 _WAIT_TOR = (
     "python3 - <<'EOF'\n"
     "import socket, sys, time\n"
@@ -180,43 +186,42 @@ _WAIT_TOR = (
     "EOF")
 
 
-def _wait_tor(bed):
-    """Until tor answers on /run/tor/control (it opens the socket a moment after it starts)."""
-    _ssh(bed, _WAIT_TOR)
+def _hosts_needed(guide):
+    blocks = [b for b in BLOCKS if b.guide == guide and not b.skip]
+    if not any(b.playbook_text() for b in blocks):
+        return 0
+    return 2 if any("onion_clients" in b.text for b in blocks) else 1
 
 
-def _services(work, inventory_dir):
-    """The onion addresses and directories tor runs now (tor_hidden_service_info, as root)."""
-    run = run_playbook([{"hosts": "web1", "gather_facts": False, "become": True, "tasks": [
+def _inventory(hosts, password):
+    common = {"ansible_user": OPERATOR, "ansible_become_method": "su", "ansible_become_password": password,
+              "ansible_python_interpreter": "/usr/bin/python3",
+              "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"}
+    if not hosts:  # nothing of the guide runs on a host
+        return {"all": {"vars": common}}
+    names = {"web1": hosts[0].inventory_vars()}
+    children = {g: {"hosts": {"web1": None}} for g in SERVER_GROUPS}
+    if len(hosts) > 1:
+        names["laptop-a"] = hosts[1].inventory_vars()
+        names["laptop-b"] = hosts[1].inventory_vars()
+        children["onion_clients"] = {"hosts": {"laptop-a": None}}
+    return {"all": {"vars": common, "hosts": names, "children": children}}
+
+
+def _services(work, inventory_dir, names):
+    """The directories (or addresses) of the services tor runs now on each host, as root."""
+    run = run_playbook([{"hosts": ":".join(names), "gather_facts": False, "become": True, "tasks": [
         {"name": "info", "onionlab.tor.tor_hidden_service_info": {}}]}], work,
         extra_args=["-i", str(inventory_dir)], extra_env=_ENV)
     assert run.rc == 0, run.output
-    found = run.task("info", host="web1")["result"]["hidden_services"]
-    return [s.get("path") or "ephemeral %s" % s.get("onion_address") for s in found]
+    out = []
+    for name in names:
+        found = run.task("info", host=name)["result"]["hidden_services"]
+        out += [s.get("path") or "ephemeral %s" % s.get("onion_address") for s in found]
+    return out
 
 
-_ENV = {"ANSIBLE_REMOTE_TEMP": "~/.ansible/tmp", "ANSIBLE_PIPELINING": "True",
-        "ANSIBLE_HOST_KEY_CHECKING": "False", "ANSIBLE_DEPRECATION_WARNINGS": "False"}
-
-
-def _print_table(request):
-    lines = ["", "docs run on a stock host (check = --check first, run, rerun = changed count of a second run)",
-             "%-30s %-4s %-5s %-9s %-9s %-9s %7s  %s" % ("guide", "blk", "line", "check", "run", "rerun",
-                                                        "seconds", "note")]
-    for r in ROWS:
-        lines.append("%-30s %-4s %-5s %-9s %-9s %-9s %7.1f  %s" % (
-            r["guide"], r["block"], r["line"], r["check"], r["run"], r["rerun"], r["seconds"], r["note"]))
-    capman = request.config.pluginmanager.getplugin("capturemanager")
-    reporter = request.config.pluginmanager.getplugin("terminalreporter")
-    with capman.global_and_fixture_disabled():
-        for line in lines:
-            if reporter is not None:
-                reporter.write_line(line)
-            else:
-                print(line)
-
-
-def _status(run, host="web1"):
+def _status(run):
     if run.rc == 0:
         return "ok"
     failed = [t for t in run.results(status="failed") if not t["ignore_errors"]]
@@ -227,7 +232,7 @@ def _failure(label, what, run):
     failed = [t for t in run.results(status="failed") if not t["ignore_errors"]]
     msgs = ["%s: %s" % (t["task"], t["result"].get("msg") or t["result"].get("stderr") or t["result"])
             for t in failed]
-    return "%s %s: %s" % (label, what, "; ".join(str(m)[:400] for m in msgs) or run.output[-1500:])
+    return "%s %s: %s" % (label, what, "; ".join(str(m)[:500] for m in msgs) or run.output[-1500:])
 
 
 SECRET_NAME = re.compile(r"secret_key|auth_private|x25519|private", re.I)
@@ -247,7 +252,8 @@ def _controller_secrets(work):
             path = os.path.join(root, name)
             mode = os.stat(path).st_mode & 0o777
             if mode != 0o600:
-                out.append("controller: %s is %04o, a secret key must be 0600" % (os.path.relpath(path, str(work)), mode))
+                out.append("controller: %s is %04o, a secret key must be 0600"
+                           % (os.path.relpath(path, str(work)), mode))
             d = root
             while os.path.relpath(d, str(work)) != ".":
                 dmode = os.stat(d).st_mode & 0o777
@@ -258,76 +264,158 @@ def _controller_secrets(work):
     return out
 
 
-@pytest.mark.parametrize("guide", GUIDES)
-def test_guide_runs_as_printed(guide, reader, tmp_path):
-    bed = reader["bed"]
-    work = tmp_path / "reader"
-    work.mkdir()
+def _run_block(block, work, args, rows, problems, hosts):
+    """One block: (given), --check, run, second run; False when the blocks after it cannot go on."""
+    row = {"guide": block.guide, "block": block.number, "line": block.line, "check": "-", "run": "-",
+           "rerun": "-", "seconds": 0.0, "note": ""}
+    rows.append(row)
+    t0 = time.monotonic()
+    try:
+        if block.skip:
+            row["note"] = "SKIP (%s)" % block.skip
+            return True
+        if block.kind == "other":
+            row["note"] = "cannot run: neither a play, tasks, a vars file nor role vars"
+            problems.append("%s (line %d) cannot run as printed: fix it or mark it "
+                            "'.. onionlab-doc-test: skip (REASON)'" % (block.label, block.line))
+            return True
+        if block.kind == "file":
+            target = work / "inventory" / block.file_path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(block.text)
+            row["note"] = "written to the inventory: %s" % block.file_path
+            return True
+        text = block.playbook_text()
+        name = "block-%d" % block.number
+        for given in block.given:
+            if given == "a fresh host":
+                for host in hosts:
+                    host.restore()
+            else:
+                setup = [b for b in BLOCKS if b.label == given]
+                assert setup, "%s: given %s: no such block" % (block.label, given)
+                run = run_playbook(setup[0].playbook_text(), work, "given-%d" % block.number,
+                                   extra_vars=READER_VARS, extra_args=args, extra_env=_ENV)
+                if run.rc != 0:
+                    problems.append(_failure(given, "(given for %s)" % block.label, run))
+                    return False
+            row["note"] = (row["note"] + "; " if row["note"] else "") + "given " + given
+        check = run_playbook(text, work, name, check=True, extra_vars=READER_VARS, extra_args=args, extra_env=_ENV)
+        row["check"] = _status(check)
+        if check.rc != 0:
+            problems.append(_failure(block.label, "--check", check))
+        first = run_playbook(text, work, name, extra_vars=READER_VARS, extra_args=args, extra_env=_ENV)
+        row["run"] = _status(first)
+        if first.rc != 0:
+            problems.append(_failure(block.label, "run", first))
+            return False  # the blocks after it build on it
+        second = run_playbook(text, work, name, extra_vars=READER_VARS, extra_args=args, extra_env=_ENV)
+        changed = sum(s.get("changed", 0) for s in second.stats.values())
+        row["rerun"] = "changed=%d" % changed if second.rc == 0 else _status(second)
+        if block.changes_every_run:
+            row["note"] = "changes every run (%s)" % block.changes_every_run
+        if second.rc != 0:
+            problems.append(_failure(block.label, "second run", second))
+        elif changed and not block.changes_every_run:
+            problems.append("%s second run: changed=%d, expected 0: %s" % (
+                block.label, changed, sorted({t["task"] for t in second.results(status="changed")})))
+        return True
+    finally:
+        row["seconds"] = time.monotonic() - t0
+
+
+def _run_guide(guide, hosts, work, password):
+    """(rows, problems) of one guide on its hosts; never raises."""
+    rows, problems = [], []
     inventory_dir = work / "inventory"
-    inventory_dir.mkdir()
-    (inventory_dir / "hosts.yml").write_text(yaml.safe_dump(reader["inventory"], default_flow_style=False))
-    problems = []
+    inventory_dir.mkdir(parents=True)
+    (inventory_dir / "hosts.yml").write_text(yaml.safe_dump(_inventory(hosts, password), default_flow_style=False))
+    names = ["web1", "laptop-a"][:len(hosts)]
+    args = ["-i", str(inventory_dir)]
     try:
         for block in [b for b in BLOCKS if b.guide == guide]:
-            row = {"guide": guide, "block": block.number, "line": block.line, "check": "-", "run": "-",
-                   "rerun": "-", "seconds": 0.0, "note": ""}
-            ROWS.append(row)
-            t0 = time.monotonic()
-            if block.skip:
-                row["note"] = "SKIP (%s)" % block.skip
-                continue
-            if block.kind == "other":
-                row["note"] = "cannot run: neither a play, tasks, a vars file nor role vars"
-                problems.append("%s (line %d) cannot run as printed: fix it or mark it "
-                                "'.. onionlab-doc-test: skip (REASON)'" % (block.label, block.line))
-                continue
-            if block.kind == "file":
-                target = inventory_dir / block.file_path
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(block.text)
-                row["note"] = "written to the inventory: %s" % block.file_path
-                continue
-            text = block.playbook_text()
-            args = ["-i", str(inventory_dir)]
-            for given in block.given:
-                if given == "a fresh host":
-                    _restore(bed, reader["before"])
-                else:
-                    before = [b for b in BLOCKS if b.label == given]
-                    assert before, "%s: given %s: no such block" % (block.label, given)
-                    setup = run_playbook(before[0].playbook_text(), work, "given-%d" % block.number, extra_vars=READER_VARS,
-                                         extra_args=args, extra_env=_ENV)
-                    assert setup.rc == 0, _failure(given, "(given for %s)" % block.label, setup)
-                row["note"] = (row["note"] + "; " if row["note"] else "") + "given " + given
-            name = "block-%d" % block.number
-            check = run_playbook(text, work, name, check=True, extra_vars=READER_VARS, extra_args=args, extra_env=_ENV)
-            row["check"] = _status(check)
-            if check.rc != 0:
-                problems.append(_failure(block.label, "--check", check))
-            first = run_playbook(text, work, name, extra_vars=READER_VARS, extra_args=args, extra_env=_ENV)
-            row["run"] = _status(first)
-            if first.rc != 0:
-                problems.append(_failure(block.label, "run", first))
-                row["seconds"] = time.monotonic() - t0
-                break  # the blocks after it build on it
-            second = run_playbook(text, work, name, extra_vars=READER_VARS, extra_args=args, extra_env=_ENV)
-            changed = sum(s.get("changed", 0) for s in second.stats.values())
-            row["rerun"] = "changed=%d" % changed if second.rc == 0 else _status(second)
-            reason = block.changes_every_run
-            if reason:
-                row["note"] = "changes every run (%s)" % reason
-            if second.rc != 0:
-                problems.append(_failure(block.label, "second run", second))
-            elif changed and not reason:
-                problems.append("%s second run: changed=%d, expected 0: %s" % (
-                    block.label, changed, [t["task"] for t in second.results(status="changed")]))
-            row["seconds"] = time.monotonic() - t0
+            if not _run_block(block, work, args, rows, problems, hosts):
+                break
         problems += _controller_secrets(work)
+    except Exception:  # a harness failure: report it with the guide
+        problems.append("%s: %s" % (guide, traceback.format_exc()))
     finally:
-        services = _services(tmp_path / "restore", inventory_dir)
-        removed = _restore(bed, reader["before"])
-        if ROWS and ROWS[-1]["guide"] == guide:
-            ROWS[-1]["note"] = (ROWS[-1]["note"] + "; " if ROWS[-1]["note"] else "") + \
-                "restored: services %s, removed %s" % (services or "none", removed or "nothing")
-    assert _services(tmp_path / "after", inventory_dir) == [], "the stock host did not come back clean"
-    assert not problems, "\n".join(problems)
+        if hosts and rows:
+            try:
+                services = _services(work / ".restore", inventory_dir, names)
+                removed = []
+                for host in hosts:
+                    removed += host.restore()
+                rows[-1]["note"] = (rows[-1]["note"] + "; " if rows[-1]["note"] else "") + \
+                    "restored: services %s, removed %s" % (services or "none", removed or "nothing")
+                left = _services(work / ".after", inventory_dir, names)
+                if left:
+                    problems.append("%s: the host did not come back clean: tor still runs %s" % (guide, left))
+            except Exception:
+                problems.append("%s: restoring the host: %s" % (guide, traceback.format_exc()))
+    return rows, problems
+
+
+@pytest.fixture(scope="module")
+def doc_results(stockbed, request, tmp_path_factory):
+    """Runs every guide, in parallel, each on hosts of its own; {guide: problems}; prints the table."""
+    needed = {g: _hosts_needed(g) for g in GUIDES}
+    total = sum(needed.values())
+    extra = None
+    if total > 1:
+        extra = hb.HostBed(n=total - 1, name_prefix="docs", stock=True)
+        extra.up()
+    pool = [Host(stockbed, stockbed.hosts[0])] + ([Host(extra, h) for h in extra.hosts] if extra else [])
+    password = secrets.token_urlsafe(18)
+    t0 = time.monotonic()
+    results, rows = {}, {}
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=WORKERS) as ex:
+            list(ex.map(lambda host: host.prepare(password), pool))
+            futures, i = {}, 0
+            for guide in GUIDES:
+                hosts, i = pool[i:i + needed[guide]], i + needed[guide]
+                work = tmp_path_factory.mktemp(guide.replace("/", "-"))
+                futures[guide] = ex.submit(_run_guide, guide, hosts, work, password)
+            for guide in GUIDES:
+                try:
+                    rows[guide], results[guide] = futures[guide].result()
+                except Exception:  # noqa: BLE001  (a bug here: the guide fails with it)
+                    rows[guide], results[guide] = [], ["%s: %s" % (guide, traceback.format_exc())]
+        yield results
+    finally:
+        for host in pool:
+            host.unprepare()
+        if extra is not None:
+            extra.down()
+        _print_table(request, [r for g in GUIDES for r in rows.get(g, [])], time.monotonic() - t0)
+
+
+def _print_table(request, rows, seconds):
+    lines = ["", "docs run as printed on stock hosts (check: --check first; run; rerun: a second run's changed "
+             "count); %.0f s in all, %d guides in parallel" % (seconds, WORKERS),
+             "%-30s %-4s %-5s %-9s %-9s %-9s %7s  %s" % ("guide", "blk", "line", "check", "run", "rerun",
+                                                        "seconds", "note")]
+    for r in rows:
+        lines.append("%-30s %-4s %-5s %-9s %-9s %-9s %7.1f  %s" % (
+            r["guide"], r["block"], r["line"], r["check"], r["run"], r["rerun"], r["seconds"], r["note"]))
+    capman = request.config.pluginmanager.getplugin("capturemanager")
+    reporter = request.config.pluginmanager.getplugin("terminalreporter")
+    with capman.global_and_fixture_disabled():
+        for line in lines:
+            if reporter is not None:
+                reporter.write_line(line)
+            else:
+                print(line)
+
+
+@pytest.mark.parametrize("guide", GUIDES)
+def test_guide_runs_as_printed(guide, doc_results):
+    assert not doc_results[guide], "\n".join(doc_results[guide])
+
+
+def test_docs_know_the_roles_are_released():
+    """A guide that calls a role of roles/ unreleased is wrong (issue 14: the hosts guide did)."""
+    for rst in sorted((ansible_run.REPO / "docs" / "docsite" / "rst").glob("*.rst")):
+        text = " ".join(rst.read_text().split())
+        assert not re.search(r"not (yet )?released|are not released|is not released", text), rst.name
