@@ -13,6 +13,7 @@ by harness.prometheus, stopped by PID) watching two tors of the private network,
 
 import json
 import os
+import signal
 import socket
 import struct
 import sys
@@ -347,3 +348,19 @@ def test_fetches_seen_in_prometheus_and_facts(prometheus_server, watched, privne
     assert [(labels['host'], labels['onion']) for labels, _ in increase] == [(t.name, t.onion)], increase
     _say('Prometheus: rdv %d -> %d for %s, seen %.1fs after the facts' % (before_prom, got[0], t.name,
                                                                            time.monotonic() - t0))
+
+
+def test_policy_that_refuses_us(privnet, tmp_path):
+    """A MetricsPort whose MetricsPortPolicy does not accept the reader: tor accepts the connection and closes
+    it without a byte (measured); the module says so and names the two torrc lines."""
+    port = free_ports(1)[0]
+    node = privnet.add_tor('metricsdeny', ['MetricsPort 127.0.0.1:%d' % port, 'MetricsPortPolicy accept 10.0.0.1'])
+    try:
+        run = run_playbook([{'name': 'facts', 'onionlab.tor.tor_metrics_facts': {'metrics_port': port, 'timeout': 5},
+                             'ignore_errors': True}], tmp_path)
+    finally:
+        os.kill(node.pid, signal.SIGTERM)   # by PID; privnet.stop() reaps it
+    result = run.task('facts')['result']
+    assert result['msg'] == ("cannot read tor's MetricsPort at http://127.0.0.1:%d/metrics: the connection was closed "
+                             "without an answer (torrc needs MetricsPort on this address and a MetricsPortPolicy "
+                             "that accepts this host)" % port), result
