@@ -158,8 +158,8 @@ OK = b"250 OK\r\n"
 
 
 def facts_reply(config_file, data_dir):
-    return (("250-config-file=%s\r\n250-process/uid=%d\r\n250-process/user=root\r\n250-version=0.4.8.10\r\n"
-             "250 OK\r\n" % (config_file, os.getuid())).encode(),
+    return (("250-config-file=%s\r\n250-process/pid=%d\r\n250-process/uid=%d\r\n250-process/user=root\r\n"
+             "250-version=0.4.8.10\r\n250 OK\r\n" % (config_file, os.getpid(), os.getuid())).encode(),
             ("250-DataDirectory=%s\r\n250 User\r\n" % data_dir).encode())
 
 
@@ -268,7 +268,7 @@ def test_malicious_service_dir_and_config_file(tmp_path):
     assert sorted(os.listdir(str(victim))) == ["keep"]
     assert sorted(os.listdir("/etc")) == etc_before and not os.path.exists("/etc/authorized_clients")
     assert not os.path.exists(str(tmp_path / "ansible-run" / ".." / ".." / "etc"))
-    assert info_task["status"] == "ok"
+    assert info_task["status"] == "ok", info_task["result"]
     assert [s["path"] for s in info_task["result"]["hidden_services"]] == ["../../etc", str(victim)]
     assert info_task["result"]["hidden_services"][0]["onion_address"] is None
 

@@ -68,8 +68,8 @@ def test_service_dir_outside_the_sandbox_is_refused(stockbed, tmp_path):
             assert result["status"] == "failed", run.output
             msg = result["result"]["msg"]
             assert msg.startswith("service directory /srv/onion/web is on /, which is read-only for tor (PID %s, "
-                                  "unit tor@default.service): tor would fail to write it and exit. tor may write "
-                                  "under: " % tor_pid(bed, h)), msg
+                                  "unit tor@default.service): tor cannot write it, and would refuse the "
+                                  "configuration or exit. tor may write under: " % tor_pid(bed, h)), msg
             assert "/var/lib/tor" in msg and "ReadWritePaths=/srv/onion" in msg and "run again" not in msg, msg
         assert host_state(bed, h) == before
         sh(bed, h, "test ! -e /srv/onion/web && test ! -e /var/lib/tor/fine")   # nothing made either

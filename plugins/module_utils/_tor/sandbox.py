@@ -207,7 +207,8 @@ class Sandbox(object):
                 why = ("is on %s, which is read-only for %s" % (mount.mount_point, who) if mount.read_only else
                        "is on %s, a private /tmp of %s (PrivateTmp) that this module does not see"
                        % (mount.mount_point, who))
-                return ("service directory %s %s: tor would fail to write it and exit. tor may write under: %s. "
+                return ("service directory %s %s: tor cannot write it, and would refuse the configuration or exit. "
+                        "tor may write under: %s. "
                         "Use a directory under /var/lib/tor, or let tor write there with a drop-in for its "
                         "unit (systemctl edit %s: [Service] ReadWritePaths=%s), then restart tor; nothing was "
                         "sent to tor" % (path, why, ", ".join(places) or "nothing",
@@ -215,9 +216,9 @@ class Sandbox(object):
         if self.apparmor_dirs is not None and not any(_under(path, d) for d in self.apparmor_dirs):
             local = os.path.join(APPARMOR_DIR, "local", self.profile)
             return ("service directory %s is outside what %s may write under its AppArmor profile %s (%s): %s. "
-                    "tor would fail to write it and exit. Use a directory under /var/lib/tor, or add the line "
-                    "'owner %s/** rwk,' to %s and reload the profile (apparmor_parser -r %s); nothing was sent "
-                    "to tor" % (path, who, self.profile, self.mode, ", ".join(self.apparmor_dirs) or "nothing",
+                    "tor cannot write it, and would refuse the configuration or exit. Use a directory under "
+                    "/var/lib/tor, or add the line 'owner %s/** rwk,' to %s and reload the profile "
+                    "(apparmor_parser -r %s); nothing was sent to tor" % (path, who, self.profile, self.mode, ", ".join(self.apparmor_dirs) or "nothing",
                                 path, local, os.path.join(APPARMOR_DIR, self.profile)))
         return None
 

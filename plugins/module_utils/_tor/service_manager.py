@@ -514,7 +514,7 @@ def _remove_made_dir(path):
 
 def _left_behind(made_dirs, keys_written, key_writes):
     """What a failed execute() leaves on disk, for its message: the keys it installed (kept: a
-    key is never deleted) and the directories it made that hold them; or that it left nothing."""
+    key is never deleted) and the directories it made that are still there; None when nothing is."""
     kept = []
     for path in keys_written:
         if os.path.lexists(os.path.join(path, "hs_ed25519_secret_key")):
@@ -524,7 +524,7 @@ def _left_behind(made_dirs, keys_written, key_writes):
     kept.extend("the new directory %s" % path for path in made_dirs
                 if os.path.isdir(path) and path not in keys_written)
     if not kept:
-        return "This run left nothing behind (the directories and client files it made were removed)"
+        return None
     return ("This run wrote, and kept so that no key is lost: %s; a rerun with the same key uses it"
             % "; ".join(kept))
 
@@ -685,10 +685,11 @@ class PersistentManager(object):
                 undo()
             for path in made_dirs:
                 _remove_made_dir(path)
-            if isinstance(exc, (TorError, OSError)) and (made_dirs or keys_written or undo_clients):
+            kept = _left_behind(made_dirs, keys_written, steps.key_writes)
+            if isinstance(exc, (TorError, OSError)) and kept:
                 what = str(exc) if isinstance(exc, TorError) else (
                     "%s: %s" % (exc.strerror, exc.filename) if exc.strerror and exc.filename else str(exc))
-                raise ServiceError("%s. %s" % (what.rstrip("."), _left_behind(made_dirs, keys_written, steps.key_writes)))
+                raise ServiceError("%s. %s" % (what.rstrip("."), kept))
             raise
         self._persist(steps)
         for path in steps.purge_dirs:   # only what was asked, only after tor let go of it

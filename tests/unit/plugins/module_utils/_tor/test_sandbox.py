@@ -100,7 +100,8 @@ def test_refusal_names_places_and_fix():
     box = sb.Sandbox(42, sb.parse_mountinfo(STOCK), unit="tor@default.service")
     msg = box.refusal("/srv/onion/web")
     assert msg == ("service directory /srv/onion/web is on /, which is read-only for tor (PID 42, unit "
-                   "tor@default.service): tor would fail to write it and exit. tor may write under: /run, "
+                   "tor@default.service): tor cannot write it, and would refuse the configuration or exit. tor may "
+                   "write under: /run, "
                    "/var/lib/tor, /var/log/tor. Use a directory under /var/lib/tor, or let tor write there with a "
                    "drop-in for its unit (systemctl edit tor@default.service: [Service] ReadWritePaths=/srv/onion), "
                    "then restart tor; nothing was sent to tor")
@@ -123,7 +124,8 @@ def test_apparmor():
     assert box.refusal("/var/lib/tor/web") is None
     assert box.refusal("/srv/onion/web") == (
         "service directory /srv/onion/web is outside what tor (PID 7) may write under its AppArmor profile "
-        "system_tor (enforce): /var/lib/tor. tor would fail to write it and exit. Use a directory under "
+        "system_tor (enforce): /var/lib/tor. tor cannot write it, and would refuse the configuration or exit. "
+        "Use a directory under "
         "/var/lib/tor, or add the line 'owner /srv/onion/web/** rwk,' to /etc/apparmor.d/local/system_tor and "
         "reload the profile (apparmor_parser -r /etc/apparmor.d/system_tor); nothing was sent to tor")
 
