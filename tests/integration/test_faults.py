@@ -256,7 +256,7 @@ def test_disk_full_and_read_only(qtor, tmp_path):
                          config_file=str(tmp_path / "torrc.d" / "x.conf"))
         run = run_playbook([task_c], tmp_path)
         (result,) = run.tasks
-        assert result["status"] == "failed" and "Read-only file system" in result["result"]["msg"], result
+        assert result["status"] == "failed" and "which is read-only for tor" in result["result"]["msg"], result
     with connect(port=qtor.control_port) as ctl:
         assert ctl.get_conf("HiddenServiceOptions") == after_b[0]
     assert snapshot(qtor, tmp_path, [a, b], drop_in)[2] == after_b[2]
