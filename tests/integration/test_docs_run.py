@@ -16,7 +16,9 @@ second stock host as ``laptop-a`` (the only host of ``onion_clients``); ``laptop
 it in no group (the guides name it in a client's ``hosts``). Ansible reaches them over ssh as an
 ordinary user, ``onionlab-operator``, who becomes root with ``su`` (the root password is set for the
 run): a play that needs root and lacks ``become: true`` fails as it would for a reader. Values a
-guide leaves to the reader are extra vars of every run, here, visibly (``READER_VARS``).
+guide leaves to the reader are extra vars of every run, here, visibly (``READER_VARS``); the
+inventory sets ``tor_control_port: 0``, none (the tor role's ControlPort 127.0.0.1:9051 would be one port
+for every host of the bed, which share a network; the control socket stays).
 
 Each guide runs in a directory of its own (its playbooks ``block-N.yml``, and what it writes beside
 them: ``backup/``, ``client-keys/``, an escrow), its blocks in order as a reader would run them one
@@ -196,7 +198,10 @@ def _hosts_needed(guide):
 def _inventory(hosts, password):
     common = {"ansible_user": OPERATOR, "ansible_become_method": "su", "ansible_become_password": password,
               "ansible_python_interpreter": "/usr/bin/python3",
-              "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"}
+              "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null",
+              # the bed's hosts share one network namespace (with other beds too): the tor role's
+              # ControlPort 127.0.0.1:9051 would be one port for all; 0: none (its spec refuses null), the socket stays
+              "tor_control_port": 0}
     if not hosts:  # nothing of the guide runs on a host
         return {"all": {"vars": common}}
     names = {"web1": hosts[0].inventory_vars()}
@@ -342,10 +347,12 @@ def _run_guide(guide, hosts, work, password):
     finally:
         if hosts and rows:
             try:
-                services = _services(work / ".restore", inventory_dir, names)
-                removed = []
-                for host in hosts:
-                    removed += host.restore()
+                try:
+                    services = _services(work / ".restore", inventory_dir, names)
+                finally:
+                    removed = []
+                    for host in hosts:
+                        removed += host.restore()
                 rows[-1]["note"] = (rows[-1]["note"] + "; " if rows[-1]["note"] else "") + \
                     "restored: services %s, removed %s" % (services or "none", removed or "nothing")
                 left = _services(work / ".after", inventory_dir, names)
