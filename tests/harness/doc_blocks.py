@@ -144,6 +144,14 @@ def _looks_like_task(item):
                for k in item)
 
 
+def _rel(path):
+    """The path relative to the repository (as given when it is outside)."""
+    try:
+        return str(Path(path).resolve().relative_to(REPO))
+    except ValueError:
+        return str(path)
+
+
 def rst_blocks(path):
     lines = Path(path).read_text().splitlines()
     guide = Path(path).stem
@@ -180,7 +188,7 @@ def rst_blocks(path):
             if lines[k].strip():
                 marks.insert(0, _RST_MARK.match(lines[k]).group(1))
             k -= 1
-        out.append(Block(str(Path(path).relative_to(REPO)), guide, len(out) + 1, start + 1, lang, text, None,
+        out.append(Block(_rel(path), guide, len(out) + 1, start + 1, lang, text, None,
                          marks))
     return out
 
@@ -192,7 +200,7 @@ def example_block(path):
         s = _YAML_SKIP.match(line)
         if s:
             skip = s.group(1)
-    return Block(str(Path(path).relative_to(REPO)), "examples/" + Path(path).stem, 1, 1, "yaml", text, skip)
+    return Block(_rel(path), "examples/" + Path(path).stem, 1, 1, "yaml", text, skip)
 
 
 def doc_blocks():

@@ -426,3 +426,44 @@ def test_docs_know_the_roles_are_released():
     for rst in sorted((ansible_run.REPO / "docs" / "docsite" / "rst").glob("*.rst")):
         text = " ".join(rst.read_text().split())
         assert not re.search(r"not (yet )?released|are not released|is not released", text), rst.name
+
+
+def test_doc_blocks_wrapping_rule(tmp_path):
+    """harness.doc_blocks on a small rst: the kinds, the wrapping, the marks (no host needed)."""
+    from harness import doc_blocks as db
+    rst = tmp_path / "guide_x.rst"
+    rst.write_text("\n".join([
+        "Title", "=====", "",
+        ".. code-block:: yaml+jinja", "", "    - name: A play", "      hosts: all", "      tasks: []", "",
+        ".. onionlab-doc-test: changes every run (why)", "",
+        ".. code-block:: yaml", "", "    - name: A task", "      ansible.builtin.debug:",
+        "        msg: \"{{ x }}\"", "",
+        ".. code-block:: console", "", "    $ not yaml", "",
+        ".. onionlab-doc-test: given guide_x#1", ".. onionlab-doc-test: given a fresh host", "",
+        ".. code-block:: yaml", "", "    # host_vars/web1.yml", "    a: 1", "",
+        ".. code-block:: yaml", "", "    onion_services: []", "    onion_service_prune: true", "",
+        ".. onionlab-doc-test: skip (a fragment)", "",
+        ".. code-block:: yaml", "", "    clients:", "      - name: alice", ""]))
+    blocks = db.rst_blocks(rst)
+    assert [b.kind for b in blocks] == ["play", "tasks", "file", "role_vars", "other"]
+    assert [b.line for b in blocks] == [4, 12, 25, 30, 37]
+    assert blocks[0].playbook_text() == "- name: A play\n  hosts: all\n  tasks: []\n"
+    assert yaml.safe_load(blocks[1].playbook_text()) == [{
+        "hosts": "all", "gather_facts": False, "become": True,
+        "tasks": [{"name": "A task", "ansible.builtin.debug": {"msg": "{{ x }}"}}]}]
+    assert blocks[1].changes_every_run == "why" and blocks[0].changes_every_run is None
+    assert blocks[2].file_path == "host_vars/web1.yml" and blocks[2].given == ["guide_x#1", "a fresh host"]
+    assert blocks[3].role == "onion_service" and yaml.safe_load(blocks[3].playbook_text())[0]["roles"] == [
+        {"role": "onionlab.tor.onion_service", "vars": {"onion_services": [], "onion_service_prune": True}}]
+    assert blocks[4].skip == "a fragment" and blocks[4].playbook_text() is None
+    bad = tmp_path / "guide_y.rst"
+    bad.write_text(".. onionlab-doc-test: skipp (typo)\n\n.. code-block:: yaml\n\n    a: 1\n")
+    with pytest.raises(ValueError, match="unknown mark"):
+        db.rst_blocks(bad)
+
+
+def test_every_doc_block_can_run_or_is_marked():
+    """Before any host: every block of the docs is a play, tasks, a vars file or role vars, or marked skip."""
+    cannot = ["%s (%s line %d)" % (b.label, b.source, b.line) for b in BLOCKS if b.kind == "other" and not b.skip]
+    assert not cannot, "neither a play, tasks, a vars file nor role vars; fix or mark skip: %s" % cannot
+    assert [b.label for b in BLOCKS if b.skip], "no skips at all: check that the marks are read"
