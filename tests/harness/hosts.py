@@ -84,6 +84,18 @@ APT_PACKAGES = {'systemd-nspawn': 'systemd-container', 'debootstrap': 'debootstr
                 'ssh': 'openssh-client', 'ssh-keygen': 'openssh-client'}
 SSH_BASE_PORT = 2200
 DEFAULT_MIRROR = 'http://deb.debian.org/debian'
+UBUNTU_MIRROR = os.environ.get('ONIONLAB_UBUNTU_MIRROR', 'http://archive.ubuntu.com/ubuntu')
+# The releases a bed can boot, and what debootstrap needs for each besides PACKAGES: Ubuntu's
+# tor is in universe; debootstrap 1.0.128 (bookworm) has no 'noble' script, jammy's fits it.
+SUITES = {
+    'bookworm': {'vendor': 'debian', 'components': 'main'},
+    'trixie': {'vendor': 'debian', 'components': 'main'},
+    'jammy': {'vendor': 'ubuntu', 'components': 'main,universe'},
+    'noble': {'vendor': 'ubuntu', 'components': 'main,universe', 'script': 'jammy'},
+}
+DEBOOTSTRAP_SCRIPTS = '/usr/share/debootstrap/scripts'
+UBUNTU_KEYRING = '/usr/share/keyrings/ubuntu-archive-keyring.gpg'
+KEYRING_SUITE = 'trixie'  # the Debian release whose ubuntu-keyring package gives Ubuntu's keyring
 
 
 def log(msg):
@@ -171,7 +183,49 @@ def apt_mirror(suite, root='/etc/apt'):
         for uri, s in entries:
             if s == suite and not uri.startswith(('cdrom:', 'file:')):
                 return uri.rstrip('/')
-    return DEFAULT_MIRROR
+    return UBUNTU_MIRROR if SUITES.get(suite, {}).get('vendor') == 'ubuntu' else DEFAULT_MIRROR
+
+
+def ubuntu_keyring():
+    """Ubuntu's archive keyring: the host's (package ubuntu-keyring, from trixie on), else made
+    once from Debian trixie's ubuntu-keyring package: its Filename and SHA256 from the Packages
+    index of the cached trixie tree (verified by debootstrap), the .deb from the Debian mirror."""
+    if os.path.exists(UBUNTU_KEYRING):
+        return UBUNTU_KEYRING
+    dest = os.path.join(cache_dir(), 'ubuntu-keyring')
+    path = os.path.join(dest, UBUNTU_KEYRING.lstrip('/'))
+    with open(os.path.join(cache_dir(), 'ubuntu-keyring.lock'), 'a') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # jammy and noble builds ask at the same time
+        if not os.path.exists(path):
+            _make_ubuntu_keyring(dest)
+    return path
+
+
+def _make_ubuntu_keyring(dest):
+    root = RootfsCache(KEYRING_SUITE).ensure()
+    lists = glob.glob(os.path.join(root, 'var/lib/apt/lists/*_main_binary-*_Packages'))
+    fields = {}
+    for path_ in lists[:1]:
+        with open(path_, errors='replace') as f:
+            for stanza in f.read().split('\n\n'):
+                if '\nPackage: ubuntu-keyring\n' in '\n' + stanza + '\n':
+                    fields = dict(line.split(': ', 1) for line in stanza.splitlines()
+                                  if line.startswith(('Filename: ', 'SHA256: ')))
+    if not fields:
+        raise RuntimeError('no ubuntu-keyring in the Packages index of %s' % root)
+    import urllib.request
+    with urllib.request.urlopen('%s/%s' % (apt_mirror(KEYRING_SUITE), fields['Filename']), timeout=60) as r:
+        data = r.read()
+    if hashlib.sha256(data).hexdigest() != fields['SHA256']:
+        raise RuntimeError('ubuntu-keyring: SHA256 differs from the Packages index')
+    tmp = tempfile.mkdtemp(dir=cache_dir())
+    deb = os.path.join(tmp, 'ubuntu-keyring.deb')
+    with open(deb, 'wb') as f:
+        f.write(data)
+    subprocess.check_call(['dpkg-deb', '-x', deb, tmp])
+    os.unlink(deb)
+    shutil.rmtree(dest, ignore_errors=True)
+    os.rename(tmp, dest)
 
 
 def host_suite():
@@ -195,7 +249,7 @@ class RootfsCache:
         self.mirror = mirror or apt_mirror(self.suite)
         key = hashlib.sha256(json.dumps([RECIPE_VERSION, self.suite, PACKAGES]).encode()).hexdigest()[:10]
         self.path = os.path.join(cache_dir(), 'rootfs-%s-%s' % (self.suite, key))
-        self.lock_path = os.path.join(cache_dir(), 'rootfs.lock')
+        self.lock_path = os.path.join(cache_dir(), 'rootfs-%s.lock' % self.suite)  # releases build in parallel
         self.built = False  # True if this run had to debootstrap
 
     def complete(self):
@@ -230,8 +284,14 @@ class RootfsCache:
                 shutil.rmtree(stale, ignore_errors=True)
         tmp = '%s.partial-%d' % (self.path, os.getpid())
         log('debootstrap %s from %s (once; cached in %s)' % (self.suite, self.mirror, self.path))
-        cmd = ['debootstrap', '--variant=minbase', '--include=' + ','.join(PACKAGES), self.suite, tmp,
-               self.mirror]
+        spec = SUITES.get(self.suite, {'vendor': 'debian', 'components': 'main'})
+        cmd = ['debootstrap', '--variant=minbase', '--components=' + spec['components'],
+               '--include=' + ','.join(PACKAGES)]
+        if spec['vendor'] == 'ubuntu':
+            cmd.append('--keyring=' + ubuntu_keyring())
+        cmd += [self.suite, tmp, self.mirror]
+        if spec.get('script') and not os.path.exists(os.path.join(DEBOOTSTRAP_SCRIPTS, self.suite)):
+            cmd.append(os.path.join(DEBOOTSTRAP_SCRIPTS, spec['script']))
         logfile = self.path + '.debootstrap.log'
         with open(logfile, 'wb') as lf:
             rc = subprocess.call(cmd, stdout=lf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
@@ -400,7 +460,7 @@ class HostBed:
     """N hosts; ``with HostBed(n=3) as bed: bed.inventory_path ...``"""
 
     def __init__(self, n=3, base_dir=None, privnet_join_lines=None, name_prefix='host',
-                 boot_timeout=120.0, grace=15.0, layout=None, stock=False):
+                 boot_timeout=120.0, grace=15.0, layout=None, stock=False, suites=None):
         """stock: the hosts run tor as Debian ships it (stock /etc/tor/torrc, ControlSocket
         /run/tor/control and its cookie, no ControlPort, no ClientOnionAuthDir), kept off the
         real network by the last lines of the defaults torrc (see stock_defaults_torrc)."""
@@ -417,6 +477,8 @@ class HostBed:
         self.join_lines = list(privnet_join_lines or [])
         self.name_prefix = name_prefix
         self.stock = stock
+        # host i runs suites[i % len(suites)] (default: this machine's release)
+        self.suites = list(suites or [host_suite()])
         self.boot_timeout = boot_timeout
         self.grace = grace
         self.run_id = uuid.uuid4().hex[:6]
@@ -462,10 +524,24 @@ class HostBed:
 
     def _up(self, t0):
         self.save()
-        cache = RootfsCache()
-        rootfs = cache.ensure()
+        caches = {s: RootfsCache(s) for s in dict.fromkeys(self.suites)}
+        errors = []
+
+        def ensure(c):
+            try:
+                c.ensure()
+            except BaseException as e:  # noqa: BLE001  (re-raised below)
+                errors.append(e)
+        import threading
+        threads = [threading.Thread(target=ensure, args=(c,)) for c in caches.values()]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        if errors:
+            raise errors[0]
         self.timings['rootfs'] = time.monotonic() - t0
-        self.timings['rootfs_built'] = cache.built
+        self.timings['rootfs_built'] = any(c.built for c in caches.values())
         for old in (self.key, self.key + '.pub'):
             if os.path.exists(old):
                 os.unlink(old)
@@ -481,7 +557,7 @@ class HostBed:
             self._assign_ports(claimed)
             log('ports: ssh %s (claimed by other beds: %d)' % ([h['ssh_port'] for h in self.hosts], len(claimed)))
             self.save()
-        self._give_trees(cache, rootfs, pubkey, t0)
+        self._give_trees(caches, pubkey, t0)
 
     def _assign_ports(self, claimed):
         ssh_ports = choose_ssh_ports(self.n, claimed)
@@ -490,26 +566,30 @@ class HostBed:
         for i in range(self.n):
             name = '%s%d' % (self.name_prefix, i + 1)
             self.hosts.append({
-                'name': name, 'machine': 'onionlab-%s-%s' % (self.run_id, name),
+                'suite': self.suites[i % len(self.suites)], 'name': name, 'machine': 'onionlab-%s-%s' % (self.run_id, name),
                 'root': os.path.join(self.base_dir, name, 'root'), 'ssh_port': ssh_ports[i],
                 'tor_control_port': next(tor_ports), 'tor_socks_port': next(tor_ports),
                 'tor_or_port': next(tor_ports), 'pid': None, 'starttime': None,
                 'log': os.path.join(self.base_dir, name + '.console.log'), 'mount': None,
             })
 
-    def _give_trees(self, cache, rootfs, pubkey, t0):
-        # Give each host its tree, under a shared lock so the cache is not rebuilt meanwhile.
+    def _give_trees(self, caches, pubkey, t0):
+        # Give each host its tree, under shared locks so the caches are not rebuilt meanwhile.
+        import contextlib
         t1 = time.monotonic()
-        with cache._lock(fcntl.LOCK_SH):
-            if not cache.complete():
-                raise RuntimeError('rootfs cache %s vanished' % rootfs)
+        with contextlib.ExitStack() as locks:
+            for cache in caches.values():
+                locks.enter_context(cache._lock(fcntl.LOCK_SH))
+                if not cache.complete():
+                    raise RuntimeError('rootfs cache %s vanished' % cache.path)
             if self.layout == 'overlay':
                 for h in self.hosts:
-                    self._mount_overlay(h, rootfs)
+                    self._mount_overlay(h, caches[h['suite']].path)
             else:
                 for h in self.hosts:
                     os.makedirs(os.path.dirname(h['root']), exist_ok=True)
-                cps = [subprocess.Popen(['cp', '-a', '--reflink=auto', rootfs, h['root']]) for h in self.hosts]
+                cps = [subprocess.Popen(['cp', '-a', '--reflink=auto', caches[h['suite']].path, h['root']])
+                       for h in self.hosts]
                 for h, p in zip(self.hosts, cps):
                     if p.wait() != 0:
                         raise RuntimeError('copying the rootfs for %s failed' % h['name'])
@@ -526,7 +606,7 @@ class HostBed:
         self.timings['total'] = time.monotonic() - t0
         self.save()
         log('%d hosts up in %.1fs (rootfs %.1fs%s, %s %.1fs, boot to ssh+systemd %.1fs)' % (
-            self.n, self.timings['total'], self.timings['rootfs'], ' built' if cache.built else ' cached',
+            self.n, self.timings['total'], self.timings['rootfs'], ' built' if self.timings['rootfs_built'] else ' cached',
             self.layout, self.timings['copy'], self.timings['boot']))
 
     def _mount_overlay(self, h, rootfs):
@@ -626,6 +706,7 @@ class HostBed:
                 'testbed_tor_socks_port': h['tor_socks_port'],
                 'testbed_tor_or_port': h['tor_or_port'],
                 'testbed_stock': bool(h.get('stock')),
+                'testbed_suite': h['suite'],
             }
             if h.get('stock'):
                 hosts[h['name']]['testbed_tor_control_socket'] = '/run/tor/control'
@@ -838,7 +919,7 @@ def cmd_up(args):
             return 1
         teardown_state(old)
     join = _privnet_join_lines(args.privnet) if args.privnet else None
-    bed = HostBed(n=args.n, base_dir=args.dir, privnet_join_lines=join, stock=args.stock)
+    bed = HostBed(n=args.n, base_dir=args.dir, privnet_join_lines=join, stock=args.stock, suites=args.suite)
     # A SIGTERM during up tears down what was started (as SIGINT does).
     signal.signal(signal.SIGTERM, _interrupt)
     bed.up()
@@ -914,6 +995,8 @@ def main(argv=None):
     s.add_argument('--privnet', metavar='PRIVNET_DIR', help='join the privnet.py network started in this dir')
     s.add_argument('--inventory-out', help='also write the inventory here: INI when FILE ends in .ini, else JSON '
                                            '(which is YAML)')
+    s.add_argument('--suite', action='append', choices=sorted(SUITES),
+                   help='release of the hosts, once per host in turn (default: this machine\'s)')
     s.add_argument('--stock', action='store_true',
                    help="tor as Debian ships it: stock /etc/tor/torrc, control socket /run/tor/control")
     s = sub.add_parser('down')

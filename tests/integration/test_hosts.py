@@ -69,10 +69,14 @@ def test_stock_host_is_debian_as_shipped(stockbed):
     assert all(not line.strip() or line.startswith(b'#') for line in stock.splitlines())
     rc, _results, out = ansible_adhoc(stockbed.inventory_path, 'all', 'shell',
                                       'systemctl is-active tor@default && stat -c %F /run/tor/control '
-                                      '&& systemctl show -p ReadWritePaths tor@default && ss -Htln')
+                                      '&& systemctl show -p ReadWritePaths tor@default '
+                                      '&& ss -Htlnp | grep \'"tor"\'')
     assert rc == 0, out
     assert 'socket' in out and '/var/lib/tor' in out, out
-    assert ':9050 ' not in out and ':9051 ' not in out, out
+    # tor's own TCP listeners (the network is shared: only its PID namespace tells them apart):
+    # the host's SocksPort instead of the packaged 9050, and no ControlPort
+    listening = set(re.findall(r'127\.0\.0\.1:(\d+) .*"tor"', out))
+    assert listening == {str(h['tor_socks_port'])}, out
     rc, results, out = ansible_adhoc(stockbed.inventory_path, 'all', 'onionlab.tor.tor_hidden_service_info')
     assert rc == 0 and set(results.values()) == {'SUCCESS'}, out
     assert '"hidden_services": []' in out, out
