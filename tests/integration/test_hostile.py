@@ -166,6 +166,28 @@ def facts_reply(config_file, data_dir):
 ONIONS_NONE = b"250-onions/current=\r\n250-onions/detached=\r\n250 OK\r\n"
 
 
+class Runs(object):
+    """Several playbook runs read as one: .tasks, .stdout, .stderr, .output, .playbook_text."""
+
+    def __init__(self, runs):
+        self.tasks = [t for r in runs for t in r.tasks]
+        self.stdout = "".join(r.stdout for r in runs)
+        self.stderr = "".join(r.stderr for r in runs)
+        self.output = "\n".join(r.output for r in runs)
+        self.playbook_text = "".join(open(r.playbook).read() for r in runs)
+
+
+def run_each(pairs, tmp_path, **kwargs):
+    """[(FakeTor, task)]: each task in its own playbook run, its fake started right before it (a
+    FakeTor accepts one connection within 10 s of its start; on a loaded machine a playbook of a
+    few tasks reaches the last fake later than that)."""
+    runs = []
+    for fake, task in pairs:
+        with fake:
+            runs.append(run_playbook([task], tmp_path, **kwargs))
+    return Runs(runs)
+
+
 def ephemeral_script(tmp_path, add_onion_reply):
     info, conf = facts_reply("/nonexistent/torrc", tmp_path / "fakedata")
     return [(b"PROTOCOLINFO", PI_NULL), (b"AUTHENTICATE", OK), (b"GETINFO", info), (b"GETCONF", conf),
@@ -186,20 +208,14 @@ def test_malicious_add_onion_replies(tmp_path):
         "other id for our key": ("250-ServiceID=%s\r\n250 OK\r\n" % onion.service_id_of_key(key_b)).encode(),
     }
     fakes = dict((name, FakeTor(ephemeral_script(tmp_path, reply))) for name, reply in bad.items())
-    for fake in fakes.values():
-        fake.__enter__()
-    try:
-        tasks = []
-        for name, fake in fakes.items():
-            params = {"control_port": fake.port, "ephemeral": True, "ports": [{"port": 80}],
-                      "return_private_key": True, "config_file": str(tmp_path / "d.conf")}
-            if name == "other id for our key":
-                params["private_key"] = key_a
-            tasks.append({"name": name, HS: params, "ignore_errors": True})
-        run = run_playbook(tasks, tmp_path, extra_args=["-vvvv"])
-    finally:
-        for fake in fakes.values():
-            fake.__exit__(None, None, None)
+    pairs = []
+    for name, fake in fakes.items():
+        params = {"control_port": fake.port, "ephemeral": True, "ports": [{"port": 80}],
+                  "return_private_key": True, "config_file": str(tmp_path / "d.conf")}
+        if name == "other id for our key":
+            params["private_key"] = key_a
+        pairs.append((fake, {"name": name, HS: params, "ignore_errors": True}))
+    run = run_each(pairs, tmp_path, extra_args=["-vvvv"])
     assert len(run.tasks) == len(bad), run.output
     for task in run.tasks:
         assert task["status"] == "failed", task
@@ -208,7 +224,7 @@ def test_malicious_add_onion_replies(tmp_path):
     # what tor handed out that did not add up was removed again
     for name in ("wrong key", "bad key", "other id for our key"):
         assert any(line.startswith(b"DEL_ONION") for line in fakes[name].received), (name, fakes[name].received)
-    output = run.stdout + run.stderr + open(run.playbook).read()
+    output = run.stdout + run.stderr + run.playbook_text
     assert key_b.split(":")[1] not in output and base64.b64encode(b"x" * 64).decode() not in output
     # nothing was written for the bogus ids (the record stays empty, no file named after them)
     assert not os.path.exists("/tmp/pwn")
@@ -241,21 +257,15 @@ def test_malicious_service_dir_and_config_file(tmp_path):
                        (b"GETCONF", hs_conf), (b"GETINFO", ONIONS_NONE),
                        (b"GETCONF", b"250 VanguardsLiteEnabled=auto\r\n")]
     fakes = dict((n, FakeTor(s)) for n, s in scripts.items())
-    for fake in fakes.values():
-        fake.__enter__()
-    try:
-        drop_in = str(tmp_path / "torrc.d" / "x.conf")
-        tasks = [{"name": "shadow", HS: {"control_port": fakes["shadow"].port, "path": str(service),
-                                         "ports": [{"port": 80}], "config_file": drop_in}, "ignore_errors": True},
-                 {"name": "etc", HS: {"control_port": fakes["etc"].port, "path": str(service), "ports": [{"port": 80}],
-                                      "config_file": drop_in, "include_config_file": False,
-                                      "authorized_clients": [{"name": "eve"}]}, "ignore_errors": True, "no_log": True},
-                 {"name": "info", INFO: {"control_port": fakes["info"].port}, "ignore_errors": True}]
-        etc_before = sorted(os.listdir("/etc"))
-        run = run_playbook(tasks, tmp_path)
-    finally:
-        for fake in fakes.values():
-            fake.__exit__(None, None, None)
+    drop_in = str(tmp_path / "torrc.d" / "x.conf")
+    tasks = [{"name": "shadow", HS: {"control_port": fakes["shadow"].port, "path": str(service),
+                                     "ports": [{"port": 80}], "config_file": drop_in}, "ignore_errors": True},
+             {"name": "etc", HS: {"control_port": fakes["etc"].port, "path": str(service), "ports": [{"port": 80}],
+                                  "config_file": drop_in, "include_config_file": False,
+                                  "authorized_clients": [{"name": "eve"}]}, "ignore_errors": True, "no_log": True},
+             {"name": "info", INFO: {"control_port": fakes["info"].port}, "ignore_errors": True}]
+    etc_before = sorted(os.listdir("/etc"))
+    run = run_each(zip([fakes["shadow"], fakes["etc"], fakes["info"]], tasks), tmp_path)
     shadow_task, etc_task, info_task = run.tasks
     assert shadow_task["status"] == "failed"
     assert "does not look like a torrc" in shadow_task["result"]["msg"]
@@ -285,14 +295,8 @@ def test_cookiefile_pointing_at_a_secret(tmp_path):
               '250 OK\r\n' % path).encode()
         challenge = b"250 AUTHCHALLENGE SERVERHASH=" + b"00" * 32 + b" SERVERNONCE=" + b"11" * 32 + b"\r\n"
         fakes.append(FakeTor([(b"PROTOCOLINFO", pi), (b"AUTHCHALLENGE", challenge), (None, OK)]))
-    for fake in fakes:
-        fake.__enter__()
-    try:
-        run = run_playbook([{"name": str(i), INFO: {"control_port": f.port}, "ignore_errors": True}
-                            for i, f in enumerate(fakes)], tmp_path, extra_args=["-vvvv"])
-    finally:
-        for fake in fakes:
-            fake.__exit__(None, None, None)
+    run = run_each([(f, {"name": str(i), INFO: {"control_port": f.port}, "ignore_errors": True})
+                    for i, f in enumerate(fakes)], tmp_path, extra_args=["-vvvv"])
     shadow_task, secret_task = run.tasks
     assert "/etc/shadow is not 32 bytes long" in shadow_task["result"]["msg"]
     assert "SAFECOOKIE" in secret_task["result"]["msg"] and "refusing" in secret_task["result"]["msg"]
