@@ -17,8 +17,8 @@ it in no group (the guides name it in a client's ``hosts``). Ansible reaches the
 ordinary user, ``onionlab-operator``, who becomes root with ``su`` (the root password is set for the
 run): a play that needs root and lacks ``become: true`` fails as it would for a reader. Values a
 guide leaves to the reader are extra vars of every run, here, visibly (``READER_VARS``); the
-inventory sets ``tor_control_port: 0``, none (the tor role's ControlPort 127.0.0.1:9051 would be one port
-for every host of the bed, which share a network; the control socket stays).
+inventory of a guide that runs the tor role sets ``tor_control_port: 0`` (``BED_ROLE_VARS``: the role's
+ControlPort 127.0.0.1:9051 would be one port for every host of the bed, which share a network).
 
 Each guide runs in a directory of its own (its playbooks ``block-N.yml``, and what it writes beside
 them: ``backup/``, ``client-keys/``, an escrow), its blocks in order as a reader would run them one
@@ -195,13 +195,28 @@ def _hosts_needed(guide):
     return 2 if any("onion_clients" in b.text for b in blocks) else 1
 
 
-def _inventory(hosts, password):
+# Inventory vars for a guide whose blocks run a role that the bed needs told something: the bed's
+# hosts share one network namespace (with other beds too), so the tor role's ControlPort
+# 127.0.0.1:9051 would be one port for all of them: none (0; its spec refuses the documented null),
+# the control socket stays. Only for guides that run the role: docs/examples use tor_control_port
+# as the module's port.
+BED_ROLE_VARS = {"onionlab.tor.tor": {"tor_control_port": 0}}
+
+
+def _bed_vars(guide):
+    out = {}
+    for role, rvars in BED_ROLE_VARS.items():
+        if any(role + "\n" in (b.playbook_text() or "") or "role: %s\n" % role in (b.playbook_text() or "")
+               for b in BLOCKS if b.guide == guide and not b.skip):
+            out.update(rvars)
+    return out
+
+
+def _inventory(hosts, password, bed_vars=None):
     common = {"ansible_user": OPERATOR, "ansible_become_method": "su", "ansible_become_password": password,
               "ansible_python_interpreter": "/usr/bin/python3",
-              "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null",
-              # the bed's hosts share one network namespace (with other beds too): the tor role's
-              # ControlPort 127.0.0.1:9051 would be one port for all; 0: none (its spec refuses null), the socket stays
-              "tor_control_port": 0}
+              "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"}
+    common.update(bed_vars or {})
     if not hosts:  # nothing of the guide runs on a host
         return {"all": {"vars": common}}
     names = {"web1": hosts[0].inventory_vars()}
@@ -334,7 +349,8 @@ def _run_guide(guide, hosts, work, password):
     rows, problems = [], []
     inventory_dir = work / "inventory"
     inventory_dir.mkdir(parents=True)
-    (inventory_dir / "hosts.yml").write_text(yaml.safe_dump(_inventory(hosts, password), default_flow_style=False))
+    (inventory_dir / "hosts.yml").write_text(yaml.safe_dump(_inventory(hosts, password, _bed_vars(guide)),
+                                                                default_flow_style=False))
     names = ["web1", "laptop-a"][:len(hosts)]
     args = ["-i", str(inventory_dir)]
     try:
