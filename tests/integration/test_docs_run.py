@@ -385,9 +385,16 @@ def doc_results(stockbed, request, tmp_path_factory):
     needed = {g: _hosts_needed(g) for g in GUIDES}
     total = sum(needed.values())
     extra = None
-    if total > 1:
-        extra = hb.HostBed(n=total - 1, name_prefix="docs", stock=True)
-        extra.up()
+    for attempt in (1, 2) if total > 1 else ():
+        # several containers booting at once on a loaded machine: a longer wait, and one retry
+        # (up() tears down what it started when it fails)
+        extra = hb.HostBed(n=total - 1, name_prefix="docs", stock=True, boot_timeout=300.0)
+        try:
+            extra.up()
+            break
+        except RuntimeError:
+            if attempt == 2:
+                raise
     pool = [Host(stockbed, stockbed.hosts[0])] + ([Host(extra, h) for h in extra.hosts] if extra else [])
     password = secrets.token_urlsafe(18)
     t0 = time.monotonic()
