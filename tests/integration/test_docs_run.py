@@ -197,7 +197,7 @@ def _hosts_needed(guide):
 
 # Inventory vars for a guide whose blocks run a role that the bed needs told something: the bed's
 # hosts share one network namespace (with other beds too), so the tor role's ControlPort
-# 127.0.0.1:9051 would be one port for all of them: none (0; its spec refuses the documented null),
+# 127.0.0.1:9051 would be one port for all of them: none (0, as its spec says),
 # the control socket stays. Only for guides that run the role: docs/examples use tor_control_port
 # as the module's port.
 BED_ROLE_VARS = {"onionlab.tor.tor": {"tor_control_port": 0}}
