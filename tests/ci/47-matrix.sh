@@ -3,7 +3,8 @@
 # Ubuntu 24.04 and 22.04), joined to the private network; the roles converge, a second run changes
 # nothing, every onion answers (tests/matrix/test_os_matrix.py). The release trees are built once
 # per machine (debootstrap, about 6 minutes cold with the releases in parallel) and cached in
-# ~/.cache/onionlab. Runs in the lane beside 10-pytest (tests/ci/all.sh).
+# ~/.cache/onionlab. Runs in the beds lane, after 15-beds (tests/ci/all.sh).
+# lane: beds
 set -euo pipefail
 cd "$ONIONLAB_ROOT"
 python tests/harness/hosts.py ensure-packages

@@ -3,10 +3,11 @@
 # Called by `./run test` (which has set up .venv and PATH). One step: `bash tests/ci/all.sh 10-pytest`,
 # with arguments for that step after its name (`./run test 10-pytest -k consensus`).
 #
-# Two lanes at once (ONIONLAB_CI_LANES=1 for one after the other): 10-pytest, the long one, alone, and
-# every other step in order beside it; each line of a step's output is prefixed with its name and also
-# kept in .build/ci/<step>.log. A lane stops at its first failed step; the other lane runs to its end.
-# What both lanes use is made before they start (the ansible-core 2.17 venv).
+# Lanes at once (ONIONLAB_CI_LANES=1 for one step after the other): a step's lane is named by a
+# '# lane: NAME' line in it (10-pytest: pytest; 15-beds and 47-matrix: beds; the others: checks), the
+# steps of a lane run in order, the lanes side by side; each line of a step's output is prefixed with
+# its name and also kept in .build/ci/<step>.log. A lane stops at its first failed step; the others
+# run to their end. What several lanes use is made before they start (the ansible-core 2.17 venv).
 #
 # The steps run where the clone's parent directory holds nothing but the clone (a private mount
 # namespace, tests/utils/isolated.sh; its first line says whether): no step may read beside the clone,
@@ -84,23 +85,36 @@ if [ "${ONIONLAB_CI_LANES:-2}" = 1 ]; then
     exit 0
 fi
 
-# Both lanes need the ansible-core 2.17 venv (10-pytest, 20-sanity): made once, before they start.
+# The ansible-core 2.17 venv (10-pytest, 20-sanity): made once, before the lanes start.
 bash tests/utils/core-venv.sh 2.17 > /dev/null
-rest=()
+lane_of() { sed -n 's/^# lane: *\([a-z0-9-]*\).*/\1/p' "tests/ci/$1.sh" | head -1; }
+lanes=()
+declare -A lane_steps=()
 for name in "${steps[@]}"; do
-    [ "$name" = 10-pytest ] || rest+=("$name")
+    l=$(lane_of "$name")
+    l=${l:-checks}
+    if [ -z "${lane_steps[$l]+x}" ]; then
+        lanes+=("$l")
+        lane_steps[$l]=""
+    fi
+    lane_steps[$l]+="$name "
 done
 rm -f .build/ci/lane-*.result .build/ci/*.log
-lane .build/ci/lane-pytest.result 10-pytest &
-pid_pytest=$!
-lane .build/ci/lane-rest.result "${rest[@]}" &
-pid_rest=$!
+pids=()
+for l in "${lanes[@]}"; do
+    # shellcheck disable=SC2086  # the step names have no spaces
+    lane ".build/ci/lane-$l.result" ${lane_steps[$l]} &
+    pids+=($!)
+done
 rc=0
-wait "$pid_pytest" || rc=1
-wait "$pid_rest" || rc=1
-printf '\n==== lanes: 10-pytest: %s; the other steps: %s; %ss in all\n' \
-    "$(cat .build/ci/lane-pytest.result 2>/dev/null || echo 'no result')" \
-    "$(cat .build/ci/lane-rest.result 2>/dev/null || echo 'no result')" "$(( $(date +%s) - total_start ))"
+for pid in "${pids[@]}"; do
+    wait "$pid" || rc=1
+done
+summary=""
+for l in "${lanes[@]}"; do
+    summary+="$l ($(echo ${lane_steps[$l]})): $(cat ".build/ci/lane-$l.result" 2>/dev/null || echo 'no result'); "
+done
+printf '\n==== lanes: %s%ss in all\n' "$summary" "$(( $(date +%s) - total_start ))"
 grep -h '^==== .* \(passed in\|FAILED after\)' .build/ci/*.log | sed 's/^==== /  /' || true
 passed=$(cat .build/ci/*.log | grep -c '^==== .* passed in' || true)
 failed=$(cat .build/ci/*.log | grep -c '^==== .* FAILED after' || true)
