@@ -58,6 +58,13 @@ options:
   addresses:
     description: Server to its C(onion_service_addresses) (service name to address), as set in this run.
     type: dict
+  pending:
+    description:
+      - With O(host), a credential whose service's address is not known yet is returned with C(address) null
+        instead of failing. The P(onionlab.tor.onion_client#role) role sets it in check mode, where a service that
+        a real run would create on the server has no address yet.
+    type: bool
+    default: false
 seealso:
   - plugin: onionlab.tor.onion_client_key
     plugin_type: lookup
@@ -224,14 +231,14 @@ def _read_address(entry, backup_dir, directory=None):
         return None, path
 
 
-def _per_generation(entry, backup_dir, addresses, previous):
+def _per_generation(entry, backup_dir, addresses, previous, pending=False):
     """The credentials of one client entry: one per address of the service that tor serves (the
     current key generation, and the previous one during a rotation's overlap), and the removal of
     the previous generation's once its overlap is over (when its address is known)."""
     out = []
     for directory, generation, state in entry.get("generations") or [(entry["service"], "current", "present")]:
         if generation == "current":
-            out.append(_with_address(entry, backup_dir, addresses, directory))
+            out.append(_with_address(entry, backup_dir, addresses, directory, pending))
             continue
         address = (previous.get(entry["server"]) or {}).get(entry["service"]) if state == "present" else None
         if not address:
@@ -248,12 +255,16 @@ def _per_generation(entry, backup_dir, addresses, previous):
     return out
 
 
-def _with_address(entry, backup_dir, addresses, directory=None):
+def _with_address(entry, backup_dir, addresses, directory=None, pending=False):
     where = "%s: service %s: client %s" % (entry["server"], entry["service"], entry["name"])
     address = (addresses.get(entry["server"]) or {}).get(entry["service"])
     origin = "onion_service_addresses of %s" % entry["server"]
     if not address:
         address, origin = _read_address(entry, backup_dir, directory)
+    if not address and pending:
+        entry = dict(entry)
+        entry["address"] = None
+        return entry
     if not address:
         _fail(where, "the service's address is not known: %s sets no onion_service_addresses in this play and "
                      "the escrow has no %s (run the onion_service role on %s first)"
@@ -269,7 +280,7 @@ def _with_address(entry, backup_dir, addresses, directory=None):
 
 
 def onion_clients(services_by_server, backup_dir=None, inventory=None, private_keys=None, host=None,
-                  addresses=None, previous_addresses=None):
+                  addresses=None, previous_addresses=None, pending=False):
     if not isinstance(services_by_server, dict):
         raise AnsibleFilterError("onion_clients: the input must be a dict of server to its onion_services list")
     if not isinstance(backup_dir, str) or not backup_dir:
@@ -291,7 +302,7 @@ def onion_clients(services_by_server, backup_dir=None, inventory=None, private_k
             raise AnsibleFilterError("onion_clients: previous_addresses must be a dict of server to its "
                                      "onion_service_previous_addresses")
         return [c for e in out if host in e["hosts"]
-                for c in _per_generation(e, backup_dir, addresses or {}, previous_addresses or {})]
+                for c in _per_generation(e, backup_dir, addresses or {}, previous_addresses or {}, bool(pending))]
     if private_keys is None:
         return out
     if not isinstance(private_keys, dict):

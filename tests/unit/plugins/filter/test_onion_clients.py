@@ -126,6 +126,16 @@ def test_host_mode_unknown_or_bad_address(tmp_path):
         onion_clients(services, backup_dir=str(tmp_path), host='a', addresses={'web1': {'admin': ADDRESS[:-1] + 'a'}})
 
 
+def test_host_mode_pending_gives_null_address_instead_of_failing(tmp_path):
+    """check mode (pending=True): the server's service is made by the real run, no address yet."""
+    services = {'web1': [_svc([{'name': 'alice', 'hosts': ['a']}])]}
+    (entry,) = onion_clients(services, backup_dir=str(tmp_path), host='a', addresses={}, pending=True)
+    assert entry['address'] is None and entry['server'] == 'web1' and entry['state'] == 'present'
+    with pytest.raises(AnsibleFilterError, match='not a v3 onion address'):
+        onion_clients(services, backup_dir=str(tmp_path), host='a', addresses={'web1': {'admin': ADDRESS[:-1] + 'a'}},
+                      pending=True)
+
+
 OLD_ADDRESS = onion.service_id_of_key(onion.key_blob(bytes(bytearray([72] + [1] * 30 + [64] + [7] * 32))))
 
 
