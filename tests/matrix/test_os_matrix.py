@@ -95,7 +95,7 @@ def _run(bed, book, extra_inventory):
     import subprocess
     t0 = time.monotonic()
     p = subprocess.run([_tool('ansible-playbook'), '-i', bed.inventory_path, '-i', str(extra_inventory), str(book)], stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, env=env, timeout=900, stdin=subprocess.DEVNULL)
+                       stderr=subprocess.STDOUT, env=env, timeout=900, stdin=subprocess.DEVNULL, check=False)
     out = p.stdout.decode('utf-8', 'replace')
     recap = {m.group(1): {k: int(v) for k, v in re.findall(r'(\w+)=(\d+)', m.group(2))}
              for m in re.finditer(r'^(os\d+)\s+:\s+(.*)$', out, re.M)}

@@ -218,8 +218,9 @@ class Sandbox(object):
             return ("service directory %s is outside what %s may write under its AppArmor profile %s (%s): %s. "
                     "tor cannot write it, and would refuse the configuration or exit. Use a directory under "
                     "/var/lib/tor, or add the line 'owner %s/** rwk,' to %s and reload the profile "
-                    "(apparmor_parser -r %s); nothing was sent to tor" % (path, who, self.profile, self.mode, ", ".join(self.apparmor_dirs) or "nothing",
-                                path, local, os.path.join(APPARMOR_DIR, self.profile)))
+                    "(apparmor_parser -r %s); nothing was sent to tor"
+                    % (path, who, self.profile, self.mode, ", ".join(self.apparmor_dirs) or "nothing",
+                       path, local, os.path.join(APPARMOR_DIR, self.profile)))
         return None
 
 
