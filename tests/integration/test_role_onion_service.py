@@ -345,6 +345,7 @@ def test_prune_removes_only_what_the_role_made(tor, tmp_path):
     assert pruned.rc == 0, pruned.output
     assert sorted(tor_paths(tor)) == sorted(str(tmp_path / "svc" / n) for n in ("manual", "web"))
     assert yaml.safe_load(record.read_text())["services"] == [str(tmp_path / "svc" / "web")]
+    assert (tmp_path / "svc" / "blog" / "hs_ed25519_secret_key").exists()  # pruned from tor, key kept
     again = run_playbook(play(tor, tmp_path, [web]), tmp_path)
     assert again.rc == 0 and again.stats["localhost"]["changed"] == 0, again.output
 
