@@ -601,6 +601,8 @@ class HostBed:
             self._boot(h)
         self.save()
         self._wait_ssh()
+        if self.stock:
+            self._wait_control_socket()
         self.timings['boot'] = time.monotonic() - t2
         self.write_inventory()
         self.timings['total'] = time.monotonic() - t0
@@ -696,6 +698,19 @@ class HostBed:
                     self.boot_timeout, '; '.join('%s (port %d, last ssh: %s)' % (
                         h['name'], h['ssh_port'], h.get('last_ssh', 'no sshd yet')) for h in pending)))
             time.sleep(0.1)
+
+    def _wait_control_socket(self, timeout=60.0):
+        """A stock host is ready once tor's ControlSocket exists: systemd calls tor started when it
+        signals readiness, and tor opens its unix listeners about a second later (after dropping
+        privileges), so a module run right after boot finds no /run/tor/control."""
+        script = ('for i in $(seq %d); do test -S /run/tor/control && exit 0; sleep 0.2; done; '
+                  'systemctl status tor@default --no-pager; exit 1' % int(timeout / 0.2))
+        for h in self.hosts:
+            r = subprocess.run(self.ssh_cmd(h, script), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               stdin=subprocess.DEVNULL, timeout=timeout + 30)
+            if r.returncode != 0:
+                raise RuntimeError('%s: tor opened no /run/tor/control in %.0fs:\n%s'
+                                   % (h['name'], timeout, r.stdout.decode(errors='replace')[-1500:]))
 
     def inventory(self):
         hosts = {}

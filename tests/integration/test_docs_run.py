@@ -164,7 +164,7 @@ class Host(object):
         extra = sorted(set(self.ssh(_SNAPSHOT).split()) - self.before)
         self.ssh("set -e; cp %s /etc/tor/torrc; " % hb.STOCK_TORRC
                  + "".join("rm -rf -- '%s'; " % p for p in extra)
-                 + "systemctl restart tor@default")
+                 + "systemctl restart tor@default && for i in $(seq 150); do test -S /run/tor/control && break; sleep 0.2; done")
         self.wait_tor()
         return extra
 

@@ -43,7 +43,7 @@ def restore(bed, h, *paths):
     """The stock host as it was: torrc back to Debian's, the drop-in, the unit drop-in and the
     given paths gone, tor restarted on that."""
     sh(bed, h, "cp %s /etc/tor/torrc; rm -rf %s %s %s; systemctl daemon-reload; systemctl reset-failed tor@default; "
-               "systemctl restart tor@default" % (STOCK_TORRC, DROP_IN, UNIT_DROP_IN, " ".join(paths)))
+               "systemctl restart tor@default && for i in $(seq 150); do test -S /run/tor/control && break; sleep 0.2; done" % (STOCK_TORRC, DROP_IN, UNIT_DROP_IN, " ".join(paths)))
 
 
 def test_service_dir_outside_the_sandbox_is_refused(stockbed, tmp_path):
@@ -81,7 +81,7 @@ def test_service_dir_outside_the_sandbox_is_refused(stockbed, tmp_path):
         assert tor_pid(bed, h) == before.split()[0]
 
         sh(bed, h, "mkdir -p %s && printf '[Service]\\nReadWritePaths=/srv/onion\\n' > %s && "
-                   "systemctl daemon-reload && systemctl restart tor@default" % (UNIT_DROP_IN.rsplit("/", 1)[0],
+                   "systemctl daemon-reload && systemctl restart tor@default && for i in $(seq 150); do test -S /run/tor/control && break; sleep 0.2; done" % (UNIT_DROP_IN.rsplit("/", 1)[0],
                                                                                  UNIT_DROP_IN))
         pid = tor_pid(bed, h)
         run = play(bed, h, tmp_path, [{"name": "allowed", HS: {"path": "/srv/onion/web", "ports": [{"port": 80}]}}])
@@ -159,7 +159,7 @@ def test_tor_stopped_is_named(stockbed, tmp_path):
                        "running? (systemctl status tor)"), msg
         sh(bed, h, "test ! -e /var/lib/tor/web")
     finally:
-        sh(bed, h, "systemctl start tor@default")
+        sh(bed, h, "systemctl start tor@default && for i in $(seq 150); do test -S /run/tor/control && break; sleep 0.2; done")
 
 
 def test_check_diff_shows_the_include_and_the_address_of_a_given_key(stockbed, tmp_path):

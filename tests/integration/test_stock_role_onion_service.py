@@ -37,7 +37,11 @@ def test_role_without_become_says_use_become(stockbed, tmp_path):
             "onion_service_backup_dir": str(tmp_path / "escrow"),
             "onion_service_summary_file": str(tmp_path / "summary.yml"),
         }, "roles": ["onionlab.tor.onion_service"]}]
-        run = run_playbook(book, tmp_path, extra_args=["-i", bed.inventory_path])
+        # the user's own remote tmp: run_playbook's default (under the controller's tmp_path, e.g.
+        # /tmp/pytest-of-root/...) may already exist on this shared stock host, made 0700 by root for
+        # an earlier test, and the user could not create its temp directory there
+        run = run_playbook(book, tmp_path, extra_args=["-i", bed.inventory_path],
+                           extra_env={"ANSIBLE_REMOTE_TEMP": "/tmp/.ansible-%s" % USER})
         assert run.rc != 0, run.output
         assert "this user cannot write /var/lib/tor" in run.output, run.output
         assert "use become: true" in run.output, run.output
@@ -53,7 +57,7 @@ def test_role_without_become_says_use_become(stockbed, tmp_path):
         assert checked == ["skipped"], root.output
         assert root.rc == 0, root.output
     finally:
-        _ssh(bed, "userdel -r %s 2>/dev/null; true" % USER, check=False)
+        _ssh(bed, "userdel -r %s 2>/dev/null; rm -rf /tmp/.ansible-%s; true" % (USER, USER), check=False)
 
 
 _SNAPSHOT = "find /etc/tor /var/lib/tor -mindepth 1 -maxdepth 1 | sort"
@@ -65,7 +69,7 @@ def _restore(bed, before):
     """The stock host as it was: stock torrc, nothing new under /etc/tor and /var/lib/tor, tor restarted."""
     extra = sorted(set(_ssh(bed, _SNAPSHOT).split()) - set(before.split()))
     _ssh(bed, "set -e; cp %s /etc/tor/torrc; " % hb.STOCK_TORRC
-              + "".join("rm -rf -- '%s'; " % p for p in extra) + "systemctl restart tor@default")
+              + "".join("rm -rf -- '%s'; " % p for p in extra) + "systemctl restart tor@default && for i in $(seq 150); do test -S /run/tor/control && break; sleep 0.2; done")
     _ssh(bed, _WAIT_TOR)
 
 
