@@ -394,6 +394,19 @@ def claimed_ports(exclude_state=None):
 
 
 CLIENT_AUTH_DIR = '/var/lib/tor/onion_auth'
+# A shell command for a stock host: wait (up to 30 s) until tor's ControlSocket accepts a connection
+# (after boot or a restart tor opens it about a second after systemd calls it started).
+WAIT_CONTROL_SOCKET = (
+    "python3 - <<'EOF'\n"
+    "import socket, sys, time\n"
+    "deadline = time.monotonic() + 30\n"
+    "while True:\n"
+    "    try:\n"
+    "        s = socket.socket(socket.AF_UNIX); s.connect('/run/tor/control'); s.close(); break\n"
+    "    except OSError as exc:\n"
+    "        if time.monotonic() > deadline: sys.exit('tor control socket: %s' % exc)\n"
+    "        time.sleep(0.1)\n"
+    "EOF")
 # Debian's packaged /etc/tor/torrc, kept in the cached tree (every line a comment)
 STOCK_TORRC = '/etc/tor/torrc.onionlab-stock'
 DEFAULTS_TORRC = '/usr/share/tor/tor-service-defaults-torrc'

@@ -175,17 +175,7 @@ class Host(object):
 
 # what a stock host holds before any guide: kept; everything else under these goes
 _SNAPSHOT = "find /etc/tor /var/lib/tor -mindepth 1 -maxdepth 1 | sort"
-_WAIT_TOR = (
-    "python3 - <<'EOF'\n"
-    "import socket, sys, time\n"
-    "deadline = time.monotonic() + 30\n"
-    "while True:\n"
-    "    try:\n"
-    "        s = socket.socket(socket.AF_UNIX); s.connect('/run/tor/control'); s.close(); break\n"
-    "    except OSError as exc:\n"
-    "        if time.monotonic() > deadline: sys.exit('tor control socket: %s' % exc)\n"
-    "        time.sleep(0.1)\n"
-    "EOF")
+_WAIT_TOR = hb.WAIT_CONTROL_SOCKET
 
 
 def _hosts_needed(guide):

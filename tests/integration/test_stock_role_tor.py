@@ -20,6 +20,7 @@ import time
 
 import pytest
 
+from harness import hosts as hb
 from harness.ansible_run import run_playbook
 
 # each role run on the stock host takes 15-40 s (more on a loaded machine)
@@ -30,17 +31,7 @@ HAND_LINES = ["HiddenServiceDir %s" % HAND, "HiddenServicePort 80 127.0.0.1:8080
 ROLE = "onionlab.tor.tor : "
 REFUSAL_TASK = ROLE + "Nothing the operator had is dropped unless tor_torrc_takeover says so"
 SNAPSHOT = "find /etc/tor /var/lib/tor -mindepth 1 -maxdepth 1 | sort"
-WAIT_TOR = (
-    "python3 - <<'EOF'\n"
-    "import socket, sys, time\n"
-    "deadline = time.monotonic() + 30\n"
-    "while True:\n"
-    "    try:\n"
-    "        s = socket.socket(socket.AF_UNIX); s.connect('/run/tor/control'); s.close(); break\n"
-    "    except OSError as exc:\n"
-    "        if time.monotonic() > deadline: sys.exit('tor control socket: %s' % exc)\n"
-    "        time.sleep(0.1)\n"
-    "EOF")
+WAIT_TOR = hb.WAIT_CONTROL_SOCKET
 
 
 def ssh(bed, script, check=True):
