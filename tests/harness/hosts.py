@@ -27,7 +27,9 @@ Nothing a host runs may reach another address:
   and a ``ClientOnionAuthDir`` (``/var/lib/tor/onion_auth``, tor's, 0700) for
   permanent client authorization keys;
 * ``/etc/resolv.conf`` names only 127.0.0.1;
-* apt's periodic timers are masked.
+* apt's periodic timers are masked, and apt inside a host fails at once (a proxy nobody
+  listens on).  ``--apt-packages`` (``HostBed(apt_packages=...)``) gives the hosts a local
+  package repository instead: see ``AptRepo``.
 
 Processes: one ``systemd-nspawn`` per host, started in its own session; its
 PID and start time go to ``DIR/state.json`` (and a pointer to that file to
@@ -42,11 +44,13 @@ through those state files only, never by name.
 CLI::
 
     python tests/harness/hosts.py up [--dir DIR] [-n 3] [--privnet PRIVNET_DIR] [--stock] [--inventory-out FILE]
+                                     [--apt-packages onionbalance[,...]]
         # FILE.ini gets an INI inventory, any other name JSON (= YAML)
     python tests/harness/hosts.py inventory --dir DIR     # print the inventory (JSON = YAML)
     python tests/harness/hosts.py down --dir DIR
     python tests/harness/hosts.py cleanup [--all]
     python tests/harness/hosts.py ensure-packages
+    python tests/harness/hosts.py apt-repo onionbalance [--suite S]  # build (or find) the cached repo
 """
 
 from __future__ import annotations
@@ -351,6 +355,134 @@ def _write(path, text, mode=0o644):
 
 
 # ---------------------------------------------------------------------------
+# a local apt repository for the hosts
+# ---------------------------------------------------------------------------
+
+APT_REPO_MOUNT = '/srv/onionlab-apt'  # where a host sees the repository (read-only bind mount)
+APT_REPO_SOURCE = '/etc/apt/sources.list.d/onionlab-local.list'
+APT_REPO_VERSION = 1  # bump when the repository recipe changes (part of the cache key)
+
+
+class AptRepo:
+    """The .debs a host needs to ``apt-get install PACKAGES`` on top of the cached rootfs of one
+    suite, as a flat repository (``Packages`` + ``Release``) in ``~/.cache/onionlab/apt-SUITE-KEY``.
+
+    Built once on the controller, a pure download: apt-get with the rootfs's dpkg status, sources
+    and keyring but lists and archives of its own (``--download-only``: nothing is installed
+    anywhere), so it fetches exactly what the rootfs lacks; a warm run finds the finished
+    repository (its marker) and downloads nothing.  Each host gets it read-only at
+    ``APT_REPO_MOUNT``, an apt source ``deb [trusted=yes] file:APT_REPO_MOUNT ./`` and the index in
+    its apt lists (as after an ``apt-get update``), so ``apt install PACKAGE`` (Ansible's apt module
+    without update_cache) works as on a real host, and everything else still fails offline."""
+
+    def __init__(self, packages, rootfs):
+        self.packages = sorted(set(packages))
+        self.rootfs = rootfs  # a RootfsCache
+        key = hashlib.sha256(json.dumps([APT_REPO_VERSION, os.path.basename(rootfs.path),
+                                         self.packages]).encode()).hexdigest()[:10]
+        self.path = os.path.join(cache_dir(), 'apt-%s-%s' % (rootfs.suite, key))
+        self.lock_path = os.path.join(cache_dir(), 'apt-%s.lock' % rootfs.suite)
+        self.built = False
+        self.seconds = 0.0
+
+    def complete(self):
+        return os.path.exists(os.path.join(self.path, MARKER)) and os.path.exists(os.path.join(self.path, 'Packages'))
+
+    def ensure(self):
+        """Build the repository if needed (the rootfs first); return its path."""
+        root = self.rootfs.ensure()
+        with open(self.lock_path, 'a') as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not self.complete():
+                self._build(root)
+        return self.path
+
+    def _build(self, root):
+        t0 = time.monotonic()
+        tmp = '%s.partial-%d' % (self.path, os.getpid())
+        for stale in [self.path, tmp]:
+            shutil.rmtree(stale, ignore_errors=True)
+        work = os.path.join(tmp, '.apt')
+        empty = os.path.join(work, 'empty')
+        for d in ('lists/partial', 'archives/partial', 'cache', 'empty'):
+            os.makedirs(os.path.join(work, d), exist_ok=True)
+        opts = []
+        for k, v in [('Dir::State::status', os.path.join(root, 'var/lib/dpkg/status')),
+                     ('Dir::Etc::sourcelist', os.path.join(root, 'etc/apt/sources.list')),
+                     ('Dir::Etc::sourceparts', os.path.join(root, 'etc/apt/sources.list.d')),
+                     ('Dir::Etc::trusted', os.path.join(empty, 'trusted.gpg')),
+                     ('Dir::Etc::trustedparts', os.path.join(root, 'etc/apt/trusted.gpg.d')),
+                     ('Dir::Etc::preferencesparts', empty),
+                     ('Dir::State::Lists', os.path.join(work, 'lists')),
+                     ('Dir::Cache', os.path.join(work, 'cache')),
+                     ('Dir::Cache::archives', os.path.join(work, 'archives')),
+                     ('APT::Sandbox::User', 'root'), ('Debug::NoLocking', '1'),
+                     ('Acquire::Languages', 'none')]:
+            opts += ['-o', '%s=%s' % (k, v)]
+        log('apt repo for %s: downloading %s and what %s lacks (once; cached in %s)'
+            % (self.rootfs.suite, ' '.join(self.packages), os.path.basename(root), self.path))
+        env = dict(os.environ, DEBIAN_FRONTEND='noninteractive')
+        for cmd in (['apt-get', '-q'] + opts + ['update'],
+                    ['apt-get', '-q', '-y'] + opts + ['install', '--download-only', '--no-install-recommends']
+                    + self.packages):
+            r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                               stdin=subprocess.DEVNULL)
+            if r.returncode != 0:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise RuntimeError('apt repo for %s: %s failed (rc %d):\n%s' % (
+                    self.rootfs.suite, cmd[-1], r.returncode, r.stdout.decode(errors='replace')[-2000:]))
+        debs = sorted(glob.glob(os.path.join(work, 'archives', '*.deb')))
+        for deb in debs:
+            os.rename(deb, os.path.join(tmp, os.path.basename(deb)))
+        shutil.rmtree(work)
+        write_flat_repo(tmp)
+        with open(os.path.join(tmp, MARKER), 'w') as f:
+            json.dump({'version': APT_REPO_VERSION, 'suite': self.rootfs.suite, 'rootfs': self.rootfs.path,
+                       'packages': self.packages, 'debs': [os.path.basename(d) for d in debs],
+                       'built': time.time()}, f)
+        os.rename(tmp, self.path)
+        self.built = True
+        self.seconds = time.monotonic() - t0
+        log('apt repo for %s: %d .debs in %.1fs' % (self.rootfs.suite, len(debs), self.seconds))
+
+
+def write_flat_repo(d):
+    """Packages and Release for the .debs in d (what dpkg-scanpackages + apt-ftparchive make):
+    each .deb's control fields (dpkg-deb -f) with its Filename, Size and hashes."""
+    stanzas = []
+    for deb in sorted(glob.glob(os.path.join(d, '*.deb'))):
+        control = subprocess.run(['dpkg-deb', '-f', deb], stdout=subprocess.PIPE, check=True).stdout.decode()
+        with open(deb, 'rb') as f:
+            data = f.read()
+        stanzas.append(control.rstrip('\n') + '\nFilename: ./%s\nSize: %d\nMD5sum: %s\nSHA256: %s\n' % (
+            os.path.basename(deb), len(data), hashlib.md5(data).hexdigest(), hashlib.sha256(data).hexdigest()))
+    text = '\n'.join(stanzas).encode()
+    with open(os.path.join(d, 'Packages'), 'wb') as f:
+        f.write(text)
+    with open(os.path.join(d, 'Release'), 'w') as f:
+        f.write('Origin: onionlab-testbed\nLabel: onionlab-testbed\nDate: %s\n'
+                'MD5Sum:\n %s %d Packages\nSHA256:\n %s %d Packages\n' % (
+                    time.strftime('%a, %d %b %Y %H:%M:%S UTC', time.gmtime()),
+                    hashlib.md5(text).hexdigest(), len(text), hashlib.sha256(text).hexdigest(), len(text)))
+
+
+def apt_lists_name(uri_path, name):
+    """The file in /var/lib/apt/lists that apt-get update makes for a flat file: source."""
+    return (uri_path.strip('/') and '_' + uri_path.strip('/').replace('/', '_')) + '_._' + name
+
+
+def give_apt_repo(root, repo_path):
+    """The host's apt source and index for the repository mounted at APT_REPO_MOUNT."""
+    _write(os.path.join(root, APT_REPO_SOURCE.lstrip('/')),
+           '# the bed\'s local repository (tests/harness/hosts.py AptRepo), read-only\n'
+           'deb [trusted=yes] file:%s ./\n' % APT_REPO_MOUNT)
+    lists = os.path.join(root, 'var/lib/apt/lists')
+    os.makedirs(lists, exist_ok=True)
+    for name in ('Release', 'Packages'):
+        shutil.copyfile(os.path.join(repo_path, name), os.path.join(lists, apt_lists_name(APT_REPO_MOUNT, name)))
+
+
+# ---------------------------------------------------------------------------
 # the bed
 # ---------------------------------------------------------------------------
 
@@ -473,10 +605,12 @@ class HostBed:
     """N hosts; ``with HostBed(n=3) as bed: bed.inventory_path ...``"""
 
     def __init__(self, n=3, base_dir=None, privnet_join_lines=None, name_prefix='host',
-                 boot_timeout=120.0, grace=15.0, layout=None, stock=False, suites=None):
+                 boot_timeout=120.0, grace=15.0, layout=None, stock=False, suites=None, apt_packages=None):
         """stock: the hosts run tor as Debian ships it (stock /etc/tor/torrc, ControlSocket
         /run/tor/control and its cookie, no ControlPort, no ClientOnionAuthDir), kept off the
-        real network by the last lines of the defaults torrc (see stock_defaults_torrc)."""
+        real network by the last lines of the defaults torrc (see stock_defaults_torrc).
+        apt_packages: Debian packages the hosts can apt-get install from a local repository
+        (AptRepo, built once per suite on the controller), e.g. ['onionbalance']."""
         if n < 1:
             raise ValueError('n must be >= 1')
         # 'overlay': an overlayfs per host over the cached tree (instant, a few MB each);
@@ -492,6 +626,8 @@ class HostBed:
         self.stock = stock
         # host i runs suites[i % len(suites)] (default: this machine's release)
         self.suites = list(suites or [host_suite()])
+        self.apt_packages = sorted(set(apt_packages or []))
+        self.apt_repos = {}  # suite -> path of its AptRepo
         self.boot_timeout = boot_timeout
         self.grace = grace
         self.run_id = uuid.uuid4().hex[:6]
@@ -512,6 +648,7 @@ class HostBed:
             'owner_starttime': privnet.proc_starttime(self.owner_pid) if self.owner_pid else None,
             'key': self.key, 'inventory': self.inventory_path, 'hosts': self.hosts,
             'joined_privnet': bool(self.join_lines), 'stock': self.stock, 'timings': self.timings, 'layout': self.layout,
+            'apt_packages': self.apt_packages, 'apt_repos': self.apt_repos,
         }
 
     def save(self):
@@ -540,9 +677,13 @@ class HostBed:
         caches = {s: RootfsCache(s) for s in dict.fromkeys(self.suites)}
         errors = []
 
+        repos = {s: AptRepo(self.apt_packages, c) for s, c in caches.items()} if self.apt_packages else {}
+
         def ensure(c):
             try:
                 c.ensure()
+                if c.suite in repos:
+                    self.apt_repos[c.suite] = repos[c.suite].ensure()
             except BaseException as e:  # noqa: BLE001  (re-raised below)
                 errors.append(e)
         import threading
@@ -555,6 +696,9 @@ class HostBed:
             raise errors[0]
         self.timings['rootfs'] = time.monotonic() - t0
         self.timings['rootfs_built'] = any(c.built for c in caches.values())
+        if repos:
+            self.timings['apt_repo'] = sum(r.seconds for r in repos.values())
+            self.timings['apt_repo_built'] = any(r.built for r in repos.values())
         for old in (self.key, self.key + '.pub'):
             if os.path.exists(old):
                 os.unlink(old)
@@ -660,6 +804,8 @@ class HostBed:
         os.makedirs(auth_dir, mode=0o700, exist_ok=True)
         os.chmod(auth_dir, 0o700)
         os.chown(auth_dir, *_tor_ids(root))
+        if h['suite'] in self.apt_repos:
+            give_apt_repo(root, self.apt_repos[h['suite']])
         # A host of the bed has no way out, as on CI machines: apt inside it fails at once
         # (a proxy nobody listens on) instead of reaching a mirror, so a role that would
         # download anything when the package is already there fails here too.
@@ -673,6 +819,8 @@ class HostBed:
         cmd = ['systemd-nspawn', '-q', '--keep-unit', '--register=no', '-D', h['root'], '-M', h['machine'],
                '--hostname=' + h['name'], '--resolv-conf=off', '--timezone=off', '--link-journal=no',
                '-b', '--console=passive']
+        if h['suite'] in self.apt_repos:
+            cmd.insert(-2, '--bind-ro=%s:%s' % (self.apt_repos[h['suite']], APT_REPO_MOUNT))
         with open(h['log'], 'wb') as lf:
             p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=lf, stderr=subprocess.STDOUT,
                                  start_new_session=True, close_fds=True,
@@ -735,6 +883,7 @@ class HostBed:
                 'testbed_tor_or_port': h['tor_or_port'],
                 'testbed_stock': bool(h.get('stock')),
                 'testbed_suite': h['suite'],
+                'testbed_apt_packages': self.apt_packages if h['suite'] in self.apt_repos else [],
             }
             if h.get('stock'):
                 hosts[h['name']]['testbed_tor_control_socket'] = '/run/tor/control'
@@ -947,7 +1096,8 @@ def cmd_up(args):
             return 1
         teardown_state(old)
     join = _privnet_join_lines(args.privnet) if args.privnet else None
-    bed = HostBed(n=args.n, base_dir=args.dir, privnet_join_lines=join, stock=args.stock, suites=args.suite)
+    bed = HostBed(n=args.n, base_dir=args.dir, privnet_join_lines=join, stock=args.stock, suites=args.suite,
+                  apt_packages=_package_list(args.apt_packages))
     # A SIGTERM during up tears down what was started (as SIGINT does).
     signal.signal(signal.SIGTERM, _interrupt)
     bed.up()
@@ -958,6 +1108,18 @@ def cmd_up(args):
     print(bed.inventory_path)
     print('# %d hosts up in %.1fs; stop with: %s down --dir %s' % (bed.n, bed.timings['total'], sys.argv[0],
                                                                   bed.base_dir), file=sys.stderr)
+    return 0
+
+
+def _package_list(values):
+    return [p for v in values or [] for p in v.replace(',', ' ').split()]
+
+
+def cmd_apt_repo(args):
+    repo = AptRepo(_package_list(args.packages), RootfsCache(args.suite))
+    t0 = time.monotonic()
+    print(repo.ensure())
+    print('# %s in %.1fs' % ('built' if repo.built else 'cached', time.monotonic() - t0), file=sys.stderr)
     return 0
 
 
@@ -998,10 +1160,11 @@ def cmd_cleanup(args):
         teardown_state(state)
         os.unlink(reg)
         n += 1
-    for partial in glob.glob(os.path.join(cache_dir(), 'rootfs-*.partial-*')):
+    for partial in glob.glob(os.path.join(cache_dir(), 'rootfs-*.partial-*')) + glob.glob(
+            os.path.join(cache_dir(), 'apt-*.partial-*')):
         pid = partial.rsplit('-', 1)[1]
         if pid.isdigit() and not privnet.pid_alive(int(pid)):
-            log('removing partial rootfs %s' % partial)
+            log('removing partial tree %s' % partial)
             shutil.rmtree(partial, ignore_errors=True)
     print('cleaned up %d bed(s)' % n)
     return 0
@@ -1027,6 +1190,12 @@ def main(argv=None):
                    help='release of the hosts, once per host in turn (default: this machine\'s)')
     s.add_argument('--stock', action='store_true',
                    help="tor as Debian ships it: stock /etc/tor/torrc, control socket /run/tor/control")
+    s.add_argument('--apt-packages', action='append', metavar='PKG[,PKG]',
+                   help='Debian packages the hosts can apt-get install, from a local repository built '
+                        'once on this machine (e.g. onionbalance)')
+    s = sub.add_parser('apt-repo')
+    s.add_argument('packages', nargs='+')
+    s.add_argument('--suite', choices=sorted(SUITES))
     s = sub.add_parser('down')
     s.add_argument('--dir', required=True)
     s = sub.add_parser('cleanup')
@@ -1038,7 +1207,8 @@ def main(argv=None):
     if args.cmd == 'ensure-packages':
         ensure_packages()
         return 0
-    return {'up': cmd_up, 'down': cmd_down, 'cleanup': cmd_cleanup, 'inventory': cmd_inventory}[args.cmd](args)
+    return {'up': cmd_up, 'down': cmd_down, 'cleanup': cmd_cleanup, 'inventory': cmd_inventory,
+            'apt-repo': cmd_apt_repo}[args.cmd](args)
 
 
 if __name__ == '__main__':

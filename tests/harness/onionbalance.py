@@ -54,13 +54,12 @@ def onionbalance_version():
 
 class BalancedPrivNet(privnet.PrivNet):
     """The private network with authorities voting every 20 s (the first
-    consensus still comes on the 10 s initial grid, so start-up is as fast)."""
+    consensus still comes on the 10 s initial grid, so start-up is as fast).  From the command
+    line: ``privnet.py start --voting-interval 20``."""
 
-    def _gen_authority_keys(self, nodes):
-        for a in nodes:
-            # later torrc lines win: overrides privnet's 'V3AuthVotingInterval 10'
-            a.extra.append('V3AuthVotingInterval %d' % VOTING_INTERVAL)
-        return super()._gen_authority_keys(nodes)
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault('voting_interval', VOTING_INTERVAL)
+        super().__init__(*args, **kwargs)
 
 
 def new_expanded_key():

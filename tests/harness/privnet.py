@@ -44,7 +44,7 @@ that incomplete consensus stuck for ~10 s more).
 
 CLI::
 
-    python tests/harness/privnet.py start  [--dir DIR] [--relays N] [--no-onion]
+    python tests/harness/privnet.py start  [--dir DIR] [--relays N] [--no-onion] [--voting-interval 20]
     python tests/harness/privnet.py env    --dir DIR [--format sh|json|torrc]
     python tests/harness/privnet.py status --dir DIR
     python tests/harness/privnet.py stop   --dir DIR
@@ -316,7 +316,7 @@ class Node:
                 'TestingV3AuthVotingStartOffset %d' % net.vote_offset,
                 'TestingV3AuthInitialVoteDelay 2',
                 'TestingV3AuthInitialDistDelay 2',
-                'V3AuthVotingInterval 10',
+                'V3AuthVotingInterval %d' % net.voting_interval,
                 'V3AuthVoteDelay 2',
                 'V3AuthDistDelay 2',
             ]
@@ -376,7 +376,9 @@ class PrivNet:
     ``start()``/``stop()``; ``stop()`` is also run when ``start()`` fails."""
 
     def __init__(self, base_dir=None, n_authorities=3, n_relays=3, with_onion=True,
-                 owner_pid=None, ready_timeout=60.0, grace=5.0, keep=False):
+                 owner_pid=None, ready_timeout=60.0, grace=5.0, keep=False, voting_interval=10):
+        """voting_interval: seconds between the authorities' votes once running (the first
+        consensus still comes on the 10 s initial grid); 20 for Onionbalance (harness.onionbalance)."""
         if n_authorities < 1 or n_relays < 1:
             raise ValueError('need at least one authority and one relay')
         self.created_dir = base_dir is None
@@ -392,6 +394,7 @@ class PrivNet:
         self.nodes = []
         self.dirauthority_lines = []
         self.vote_offset = 0
+        self.voting_interval = int(voting_interval)
         self.timings = {}
         self.resolv_conf = os.path.join(self.base_dir, 'resolv.conf')
         self._t0 = None
@@ -729,7 +732,7 @@ def cmd_supervise(args):
     signal.signal(signal.SIGTERM, handler)
     signal.signal(signal.SIGINT, handler)
     net = PrivNet(base_dir=args.dir, n_relays=args.relays, with_onion=not args.no_onion,
-                  ready_timeout=args.timeout)
+                  ready_timeout=args.timeout, voting_interval=args.voting_interval)
     state = {'status': 'starting', 'supervisor_pid': os.getpid(),
              'supervisor_starttime': proc_starttime(os.getpid()), 'dir': net.base_dir,
              'created_dir': args.created_dir}
@@ -775,7 +778,8 @@ def cmd_start(args):
         pass
     t0 = time.monotonic()
     cmd = [sys.executable, os.path.abspath(__file__), '_supervise', '--dir', d,
-           '--relays', str(args.relays), '--timeout', str(args.timeout)]
+           '--relays', str(args.relays), '--timeout', str(args.timeout),
+           '--voting-interval', str(args.voting_interval)]
     if args.no_onion:
         cmd.append('--no-onion')
     if created:
@@ -900,12 +904,15 @@ def main(argv=None):
     s.add_argument('--relays', type=int, default=3)
     s.add_argument('--no-onion', action='store_true')
     s.add_argument('--timeout', type=float, default=60.0)
+    s.add_argument('--voting-interval', type=int, default=10, metavar='SECONDS',
+                   help="the authorities' voting interval once running (20 for Onionbalance's --is-testnet)")
     s = sub.add_parser('_supervise')
     s.add_argument('--dir', required=True)
     s.add_argument('--relays', type=int, default=3)
     s.add_argument('--no-onion', action='store_true')
     s.add_argument('--timeout', type=float, default=60.0)
     s.add_argument('--created-dir', action='store_true')
+    s.add_argument('--voting-interval', type=int, default=10)
     s = sub.add_parser('stop')
     s.add_argument('--dir', required=True)
     s.add_argument('--grace', type=float, default=5.0)

@@ -216,3 +216,40 @@ def test_molecule_smoke_scenario():
     out = p.stdout.decode('utf-8', 'replace')
     assert p.returncode == 0, out[-6000:]
     _say('molecule test -s smoke: %.1fs' % (time.monotonic() - t0))
+
+
+def test_local_apt_repository_installs_onionbalance():
+    """HostBed(apt_packages=['onionbalance']): the hosts install Debian's onionbalance with apt, as a
+    real host would (Ansible's apt module, no cache update), from the repository built once on the
+    controller and mounted read-only; every other source still fails offline."""
+    if os.geteuid() != 0:
+        pytest.skip('needs root')
+    t0 = time.monotonic()
+    repo = hb.AptRepo(['onionbalance'], hb.RootfsCache())
+    path = repo.ensure()
+    ready = time.monotonic() - t0
+    with open(os.path.join(path, 'Packages')) as f:
+        index = f.read()
+    assert '\nPackage: onionbalance\n' in '\n' + index
+    assert hb.AptRepo(['onionbalance'], hb.RootfsCache()).ensure() == path  # warm: the same, no download
+    bed = hb.HostBed(n=1, apt_packages=['onionbalance'])
+    bed.up()
+    try:
+        inv = bed.inventory_path
+        args = 'name=onionbalance state=present install_recommends=false'
+        t1 = time.monotonic()
+        rc, results, out = ansible_adhoc(inv, 'all', 'ansible.builtin.apt', args, timeout=300)
+        install = time.monotonic() - t1
+        assert rc == 0 and set(results.values()) == {'CHANGED'}, out
+        rc, results, out = ansible_adhoc(inv, 'all', 'ansible.builtin.apt', args, timeout=300)
+        assert rc == 0 and set(results.values()) == {'SUCCESS'}, out
+        rc, _results, out = ansible_adhoc(
+            inv, 'all', 'shell', 'onionbalance --version; findmnt -no OPTIONS %s; touch %s/x; '
+            'apt-get update -q --error-on=any >/dev/null 2>&1; echo "apt-rc=$?"' % (hb.APT_REPO_MOUNT, hb.APT_REPO_MOUNT))
+        assert '0.2.2' in out or 'onionbalance' in out.lower(), out
+        assert re.search(r'^ro,', out, re.M) and 'Read-only file system' in out, out
+        assert 'apt-rc=100' in out, out  # the mirror stays unreachable
+    finally:
+        bed.down()
+    _say('local apt repo (onionbalance, %d .debs): ready in %.1fs (%s), apt install on the host %.1fs'
+         % (index.count('\nPackage: ') + 1, ready, 'built' if repo.built else 'cached', install))

@@ -258,11 +258,13 @@ def test_extra_tor_joins(privnet):
 
 
 def test_cli_start_env_status_stop(tmp_path):
-    """The command-line entry point: start (detached supervisor), env, status, stop by PID."""
+    """The command-line entry point: start (detached supervisor), env, status, stop by PID; with
+    --voting-interval 20 (what Onionbalance's --is-testnet needs, harness.onionbalance)."""
     d = str(tmp_path / 'net')
     run = [sys.executable, HARNESS]
     t0 = time.monotonic()
-    p = subprocess.run(run + ['start', '--dir', d, '--no-onion', '--relays', '3'], stdout=subprocess.PIPE,
+    p = subprocess.run(run + ['start', '--dir', d, '--no-onion', '--relays', '3', '--voting-interval', '20'],
+                       stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, timeout=120)
     try:
         assert p.returncode == 0, p.stderr.decode()
@@ -278,7 +280,10 @@ def test_cli_start_env_status_stop(tmp_path):
         assert subprocess.run(run + ['status', '--dir', d], stdout=subprocess.DEVNULL).returncode == 0
         for n in state['nodes']:
             with open(n['torrc']) as f:
-                assert '__OwningControllerProcess %d' % state['supervisor_pid'] in f.read()
+                text = f.read()
+            assert '__OwningControllerProcess %d' % state['supervisor_pid'] in text
+            if 'V3AuthoritativeDirectory 1' in text:
+                assert 'V3AuthVotingInterval 20' in text and 'V3AuthVotingInterval 10' not in text
     finally:
         subprocess.run(run + ['stop', '--dir', d], timeout=60)
     state = pn.read_state(d)
