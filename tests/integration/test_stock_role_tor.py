@@ -29,7 +29,10 @@ pytestmark = pytest.mark.timeout(900)
 HAND = "/var/lib/tor/hand"
 HAND_LINES = ["HiddenServiceDir %s" % HAND, "HiddenServicePort 80 127.0.0.1:8080", "Nickname handmade"]
 ROLE = "onionlab.tor.tor : "
-REFUSAL_TASK = ROLE + "Nothing the operator had is dropped unless tor_torrc_takeover says so"
+# the role's one task (plugins/action/tor_setup.py); its result says what each step did (steps) and
+# what the run says (messages), as the separate tasks and debug messages did before
+SETUP = ROLE + "Tor installed, its torrc checked by tor and written, tor running"
+REFUSAL_TASK = SETUP
 SNAPSHOT = "find /etc/tor /var/lib/tor -mindepth 1 -maxdepth 1 | sort"
 WAIT_TOR = hb.WAIT_CONTROL_SOCKET
 
@@ -115,7 +118,7 @@ def test_hand_written_onion_service_is_not_dropped(stockbed, hand_service, tmp_p
         assert run.rc == 2, run.output
         messages.append(refusal(run, host))
         assert torrc_sha(bed) == sha, "the torrc changed (check=%s diff=%s)" % (check, diff)
-        assert not run.results(ROLE + "The torrc, checked with tor --verify-config before it goes live"), run.output
+        assert "torrc" not in run.task(SETUP, host=host)["result"].get("steps", {}), run.output
     # one decision, one message, whatever the mode
     assert len(set(messages)) == 1, messages
     msg = messages[0]
@@ -134,9 +137,9 @@ def test_hand_written_onion_service_carried_into_the_role_stays_online(stockbed,
     old = ssh(bed, "cat /etc/tor/torrc")
     run = role(bed, tmp_path, tor_config_lines=HAND_LINES[:2], tor_options={"Nickname": "handmade"})
     assert run.rc == 0, run.output
-    assert run.task(REFUSAL_TASK, host=host)["status"] == "ok"
-    assert run.task(ROLE + "The torrc, checked with tor --verify-config before it goes live", host=host)["status"] == "changed"
-    backup = run.task(ROLE + "Where the replaced torrc is kept", host=host)["result"]["ansible_facts"]["tor_torrc_backup"]
+    setup = run.task(SETUP, host=host)
+    assert setup["status"] == "changed" and setup["result"]["steps"]["torrc"] == "changed", setup
+    backup = setup["result"]["ansible_facts"]["tor_torrc_backup"]
     assert backup.startswith("/etc/tor/torrc.") and ssh(bed, "cat '%s'" % backup) == old
     onions = run.task("Onion services tor runs", host=host)["result"]["hidden_services"]
     assert [(s["path"], s["onion_address"]) for s in onions] == [(HAND, hand_service)], onions
@@ -147,10 +150,10 @@ def test_hand_written_onion_service_carried_into_the_role_stays_online(stockbed,
     # the role's own torrc: a service whose lines leave the variables goes, and the run says so
     dropping = role(bed, tmp_path, check=True, diff=True, tor_options={"Nickname": "handmade"})
     assert dropping.rc == 0, dropping.output
-    said = dropping.task(ROLE + "What the new torrc drops from the one this role wrote before", host=host)
-    assert said["result"]["msg"] == (
+    said = dropping.task(SETUP, host=host)["result"]["messages"]
+    assert said == [
         "/etc/tor/torrc (written by this role) is replaced; dropped from it (its onion services go offline): "
-        "onion service %s (%s, HiddenServicePort 80 127.0.0.1:8080)" % (HAND, hand_service)), said
+        "onion service %s (%s, HiddenServicePort 80 127.0.0.1:8080)" % (HAND, hand_service)], said
 
 
 def test_takeover_replaces_says_what_went_and_keeps_a_backup(stockbed, hand_service, tmp_path):
@@ -161,10 +164,10 @@ def test_takeover_replaces_says_what_went_and_keeps_a_backup(stockbed, hand_serv
     run = role(bed, tmp_path, tor_torrc_takeover=True)
     assert run.rc == 0, run.output
     for r in (check, run):
-        said = r.task(ROLE + "Taken over (tor_torrc_takeover) - what the new torrc drops", host=host)["result"]["msg"]
+        said = r.task(SETUP, host=host)["result"]["messages"][0]
         assert said == ("tor_torrc_takeover=true: /etc/tor/torrc is replaced; dropped from it: onion service "
                         "%s (%s, HiddenServicePort 80 127.0.0.1:8080); Nickname handmade" % (HAND, hand_service)), said
-    backup = run.task(ROLE + "Where the replaced torrc is kept", host=host)["result"]["ansible_facts"]["tor_torrc_backup"]
+    backup = run.task(SETUP, host=host)["result"]["ansible_facts"]["tor_torrc_backup"]
     assert ssh(bed, "cat '%s'" % backup) == old
     assert "The previous /etc/tor/torrc is kept as %s" % backup in run.stdout
     assert served(bed, tmp_path, until=lambda s: HAND not in s) == {}
@@ -194,12 +197,13 @@ def test_check_mode_before_tor_is_installed(stockbed, tmp_path):
             # the info play fails (no tor to ask); the role's play must not
             role_tasks = [t for t in run.results(host=host) if t["task"] != "Onion services tor runs"]
             assert [t for t in role_tasks if t["status"] == "failed"] == [], run.output
-            assert run.task(ROLE + "Install the tor package", host=host)["status"] == "changed"
-            assert run.task(ROLE + "Start and enable tor", host=host)["status"] == "skipped"
-            said = run.task(ROLE + "Would start and enable tor (check mode, tor not installed yet)", host=host)
-            assert said["result"]["msg"].startswith("Check mode: tor-geoipdb is not installed yet"), said
-            assert run.task(ROLE + "The torrc, checked with tor --verify-config before it goes live",
-                            host=host)["status"] == "changed"
+            setup = run.task(SETUP, host=host)
+            assert setup["status"] == "changed", setup
+            steps = setup["result"]["steps"]
+            assert steps["package"] == "changed" and steps["service"] == "skipped", steps
+            said = setup["result"]["messages"]
+            assert said[-1].startswith("Check mode: tor-geoipdb is not installed yet"), said
+            assert steps["torrc"] == "changed", steps
             assert torrc_sha(bed) == sha
     finally:
         ssh(bed, "".join("mv /root/onionlab-away/%d %s; " % (i, p) for i, p in enumerate(UNITS))

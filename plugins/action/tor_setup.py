@@ -1,0 +1,163 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, onionlab.tor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The tor role's one task: one run of the module tor_setup on the host finds out what differs
+(package, torrc, service) and checks and writes the torrc; the builtin apt/dnf/service modules run
+only for what differs. Documented in plugins/modules/tor_setup.py."""
+
+from __future__ import annotations
+
+import base64
+
+from ansible.module_utils.common.text.converters import to_text
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import torrc as guard
+
+display = Display()
+
+MODULE = 'onionlab.tor.tor_setup'
+_MODULE_ARGS = ('torrc', 'config_file', 'config_dir', 'os_defaults_torrc', 'torrc_takeover', 'install', 'package_name',
+                'package_state', 'service', 'service_name', 'service_state', 'service_enabled')
+
+
+class _Failed(Exception):
+    def __init__(self, result):
+        super(_Failed, self).__init__(result.get('msg'))
+        self.result = result
+
+
+class ActionModule(ActionBase):
+
+    TRANSFERS_FILES = False
+    _requires_connection = True
+
+    def _run(self, name, args, task_vars, step=None):
+        res = self._execute_module(module_name=name, module_args=args, task_vars=task_vars)
+        res.pop('invocation', None)
+        if res.get('failed'):
+            raise _Failed(res)
+        if step:
+            self._steps[step] = 'changed' if res.get('changed') else 'ok'
+        return res
+
+    def run(self, tmp=None, task_vars=None):
+        task_vars = task_vars or {}
+        result = super(ActionModule, self).run(tmp, task_vars)
+        del tmp
+        args = self._task.args
+        problem = guard.non_anonymous_problem(args.get('options') or {}, args.get('config_lines') or [],
+                                              args.get('socks_port'), bool(args.get('non_anonymous_onion_services')))
+        if problem:
+            result.update(failed=True, msg=problem)
+            return result
+        self._steps = {}
+        try:
+            result.update(self._setup(args, task_vars))
+        except _Failed as e:
+            e.result.pop('before_b64', None)
+            result.update(e.result)
+            result['steps'] = self._steps
+        finally:
+            self._remove_tmp_path(self._connection._shell.tmpdir)
+        return result
+
+    def _setup(self, args, task_vars):
+        module_args = dict((k, args[k]) for k in _MODULE_ARGS if k in args)
+        install = module_args.get('install', True)
+        manage_service = module_args.get('service', True)
+        probe = self._run(MODULE, module_args, task_vars)
+        facts = task_vars.get('ansible_facts') or {}
+        family = facts.get('os_family') or probe.get('os_family')
+        changed = probe['changed']
+        messages = list(probe['messages'])
+        self._steps.update(probe['steps'])
+        installed, not_installed_yet, torrc = False, False, probe
+        if install:
+            installed = self._install(args, task_vars, family, facts, probe)
+            not_installed_yet = self._task.check_mode and installed
+            changed = changed or installed
+        if not probe['configured']:
+            # after the package: tor checks the new torrc (check mode before the package: as written)
+            torrc = self._run(MODULE, dict(module_args, install=False, service=False, configure='always',
+                                           tor_missing=not_installed_yet), task_vars)
+            messages += torrc['messages']
+            self._steps.update(torrc['steps'])
+            changed = changed or torrc['changed']
+        torrc_changed = self._steps.get('torrc') == 'changed'
+        service = args.get('service_name', 'tor')
+        state = args.get('service_state', 'started')
+        if manage_service and not not_installed_yet:
+            enabled = args.get('service_enabled', True)
+            as_asked = (probe.get('service_active') is (state == 'started')
+                        and probe.get('service_enabled') is bool(enabled))
+            if installed or not as_asked:
+                changed = self._run('ansible.builtin.service', {'name': service, 'state': state, 'enabled': enabled},
+                                    task_vars, 'service')['changed'] or changed
+            else:
+                self._steps['service'] = 'ok'
+            # what the handlers Restart tor / Reload tor do, at the end of the role as they would be
+            if state != 'stopped' and installed:
+                self._run('ansible.builtin.service', {'name': service, 'state': 'restarted'}, task_vars, 'restart')
+            elif state != 'stopped' and torrc_changed:
+                self._run('ansible.builtin.service', {'name': service, 'state': 'reloaded'}, task_vars, 'reload')
+        elif manage_service:
+            self._steps['service'] = 'skipped'
+            messages.append(
+                'Check mode: %s is not installed yet; the real run installs it, writes %s after tor --verify-config '
+                'has accepted it, and sets the %s service %s%s.'
+                % (args.get('package_name', 'tor'), args.get('config_file', '/etc/tor/torrc'), service, state,
+                   ' and enabled' if args.get('service_enabled', True) else ''))
+        if torrc.get('backup_file'):
+            messages.append('The previous %s is kept as %s'
+                            % (args.get('config_file', '/etc/tor/torrc'), torrc['backup_file']))
+        facts_out = {'tor_torrc_dropped': torrc['dropped']}
+        if torrc.get('backup_file'):
+            facts_out['tor_torrc_backup'] = torrc['backup_file']
+        out = dict(changed=changed, steps=self._steps, messages=messages, dropped=torrc['dropped'],
+                   tor_not_installed_yet=not_installed_yet, ansible_facts=facts_out)
+        if torrc.get('backup_file'):
+            out['backup_file'] = torrc['backup_file']
+        if messages:
+            out['msg'] = ' '.join(messages)
+        if 'before_b64' in torrc:
+            path = args.get('config_file', '/etc/tor/torrc')
+            out['diff'] = {'before_header': path, 'after_header': path,
+                           'before': guard.hide_secrets(to_text(base64.b64decode(torrc['before_b64']),
+                                                                errors='surrogate_or_replace')),
+                           'after': guard.hide_secrets(to_text(args['torrc']))}
+        host = task_vars.get('inventory_hostname', '')
+        for message in messages:
+            display.display('%s: %s' % (host, message))
+        return out
+
+    def _install(self, args, task_vars, family, facts, probe):
+        """The package step; True when it installed (or in check mode would install) something."""
+        name = args.get('package_name', 'tor')
+        state = args.get('package_state', 'present')
+        if family == 'RedHat':
+            if state == 'present' and probe['package_installed']:
+                self._steps['package'] = 'ok'
+                return False
+            if (facts.get('distribution') or probe.get('distribution', '')).lower() != 'fedora':
+                self._run('ansible.builtin.dnf', {'name': 'epel-release', 'state': 'present'}, task_vars, 'epel')
+            return self._run('ansible.builtin.dnf', {'name': name, 'state': state}, task_vars, 'package')['changed']
+        if family != 'Debian':
+            raise _Failed({'failed': True, 'msg': 'The tor role installs tor on Debian, Ubuntu and the RedHat family; '
+                                                  'this host is %s.' % (family or 'of an unknown family')})
+        if args.get('upstream_repository'):
+            release = facts.get('distribution_release') or probe.get('distribution_release')
+            self._run('ansible.builtin.get_url', {'url': args['upstream_repository_key_url'],
+                                                  'dest': '/etc/apt/keyrings/torproject.asc', 'mode': '0644'},
+                      task_vars, 'repository_key')
+            self._run('ansible.builtin.apt_repository', {
+                'repo': 'deb [signed-by=/etc/apt/keyrings/torproject.asc] %s %s main'
+                        % (args['upstream_repository_url'], release),
+                'filename': 'torproject', 'state': 'present'}, task_vars, 'repository')
+        if state == 'present' and probe['package_installed']:
+            self._steps['package'] = 'ok'
+            return False
+        # the package index is refreshed only when needed: tor not installed yet, or latest asked for
+        return self._run('ansible.builtin.apt', {'name': name, 'state': state, 'update_cache': True,
+                                                 'cache_valid_time': 3600}, task_vars, 'package')['changed']
