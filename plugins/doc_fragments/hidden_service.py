@@ -140,4 +140,24 @@ options:
       public_key:
         description: The client's x25519 public key, 52 base32 characters (a C(descriptor:x25519:) prefix is accepted).
         type: str
+  onionbalance_frontend:
+    description:
+      - Make this persistent service a backend (instance) of the Onionbalance frontend with this v3 address (with or
+        without C(.onion); its checksum is checked). The module writes C(<path>/ob_config) with the line
+        C(MasterOnionAddress <address>.onion) (mode C(0600), owned by tor's user, written atomically) before it
+        sets C(HiddenServiceOnionbalanceInstance 1) for the service (tor 0.4.4 and later), so that tor finds the
+        file when it loads the service. See R(the Onionbalance guide,ansible_collections.onionlab.tor.docsite.guide_onionbalance).
+      - Tor needs both together. Measured with tor 0.4.9.11, the flag without C(ob_config) makes tor refuse the
+        configuration (C(Failed to configure rendezvous options); its log says it is unable to read the config
+        file), so a tor restarted that way does not start; an C(ob_config) without a C(MasterOnionAddress) line
+        (empty, comments only) crashes tor (SIGSEGV in C(hs_ob_parse_config_file)); an address without C(.onion)
+        is refused; a wrong checksum is accepted. The module therefore always writes the file first, and refuses
+        to change anything while a balanced service of tor's configuration has no valid C(ob_config).
+      - V(null) or omitted (or V("")), the service is not balanced; a service that was has the flag removed and,
+        once tor runs without it, its C(ob_config) deleted. The keys are kept either way.
+      - Refused before anything is written, each with its reason, on a balanced service, the frontend's address
+        being the service's own, O(authorized_clients) (or client files already in its directory), and
+        O(pow.enabled=true), because Onionbalance 0.2.2 carries neither (its frontend descriptor has no client
+        entries and no C(pow-params)). Not for an ephemeral service (C(ADD_ONION) has no such flag).
+    type: str
 """

@@ -50,6 +50,7 @@ SERVICE_OPTIONS = dict(
     intro_dos=dict(type="dict", options=INTRO_DOS_SPEC),
     extra_options=dict(type="dict"),
     authorized_clients=dict(type="list", elements="dict", options=CLIENT_SPEC),
+    onionbalance_frontend=dict(type="str"),
 )
 
 

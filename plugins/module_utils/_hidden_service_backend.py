@@ -41,6 +41,10 @@ NOT_EPHEMERAL = ("intro_dos", "export_circuit_id")
 
 def ephemeral(ctl, p, check_mode, run_command=None):
     """ADD_ONION or DEL_ONION: service_manager.apply_ephemeral's result."""
+    if p.get("onionbalance_frontend"):
+        raise ParameterError("onionbalance_frontend is not available for an ephemeral service: ADD_ONION has no "
+                             "flag or keyword for HiddenServiceOnionbalanceInstance (tor's control-spec), and tor "
+                             "reads ob_config only from a HiddenServiceDir; use a persistent service (path)")
     for name in NOT_EPHEMERAL:
         if p.get(name) is not None:
             raise ParameterError("%s is not available for an ephemeral service (ADD_ONION has no keyword for it); "

@@ -164,6 +164,9 @@ options:
           public_key:
             description: The client's x25519 public key.
             type: str
+      onionbalance_frontend:
+        description: As O(onionbalance_frontend).
+        type: str
   prune:
     description:
       - With O(services), also remove the persistent services that this module manages (those in O(config_file))
@@ -292,6 +295,13 @@ EXAMPLES = r"""
       - name: bob
   no_log: true
   register: admin
+
+- name: A backend of an Onionbalance frontend (writes ob_config, sets HiddenServiceOnionbalanceInstance 1)
+  onionlab.tor.tor_hidden_service:
+    path: /var/lib/tor/shop
+    ports:
+      - "80:8080"
+    onionbalance_frontend: 3zctsvlipa2huw7m6aue2pgg5smygco7l5wq4f4wfc4zuox473k7i7qd.onion
 
 - name: Remove a service but keep its keys
   onionlab.tor.tor_hidden_service:

@@ -122,6 +122,13 @@ hidden_services:
       description: The introduction-point DoS defence (C(enabled), C(rate_per_sec), C(burst_per_sec)) (persistent
         services).
       type: dict
+    onionbalance_frontend:
+      description:
+        - For a persistent service with C(HiddenServiceOnionbalanceInstance 1) (an Onionbalance backend), the frontend
+          address its C(ob_config) names (C(MasterOnionAddress)); null when the service is not balanced, or when its
+          C(ob_config) is missing or names no valid address. Absent for ephemeral services.
+      type: str
+      sample: 3zctsvlipa2huw7m6aue2pgg5smygco7l5wq4f4wfc4zuox473k7i7qd.onion
     pow_suggested_effort:
       description:
         - The effort the service currently suggests to its clients (0 while it is not under load), from tor's

@@ -13,9 +13,11 @@ import pytest
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from harness.ansible_run import run_playbook
+from harness.fake_controller import new_expanded_key
 
 HS = "onionlab.tor.tor_hidden_service"
 INFO = "onionlab.tor.tor_hidden_service_info"
+FRONTEND = onion.onion_address(onion.ed25519_public_from_expanded(new_expanded_key(b"round trip frontend"))) + ".onion"
 
 
 def conn(tor, tmp_path):
@@ -144,13 +146,15 @@ def test_two_services_at_once_and_restart_keeps_them(tor, tmp_path):
 
 def test_info_round_trip_exclusive(tor, tmp_path):
     """Info output fed back with exclusive: the same state; on a changed tor it restores it."""
-    a, b, c = web(tmp_path, "a"), web(tmp_path, "b"), web(tmp_path, "c")
+    a, b, c, d = web(tmp_path, "a"), web(tmp_path, "b"), web(tmp_path, "c"), web(tmp_path, "d")
     setup = [hs_task(tor, tmp_path, path=a, ports=[{"port": 80, "target_port": 8080}], max_streams=3),
              hs_task(tor, tmp_path, path=b, ports=[{"port": 22}], allow_unknown_ports=True,
                      authorized_clients=[{"name": "alice", "public_key": onion.generate_client_keypair()[1]}]),
+             hs_task(tor, tmp_path, path=d, ports=[{"port": 80}], onionbalance_frontend=FRONTEND),
              {INFO: {"control_port": tor.control_port}, "register": "info"},
              hs_task(tor, tmp_path, path=c, ports=[{"port": 1}]),
              hs_task(tor, tmp_path, path=a, ports=[{"port": 81}]),
+             hs_task(tor, tmp_path, path=d, ports=[{"port": 80}]),   # no longer balanced: ob_config removed
              hs_task(tor, tmp_path, register="restored", exclusive=True,
                      services="{{ info.hidden_services | selectattr('type', 'equalto', 'persistent') | list }}"),
              hs_task(tor, tmp_path, register="again", exclusive=True,
@@ -162,8 +166,12 @@ def test_info_round_trip_exclusive(tor, tmp_path):
     restored, again = results(run)[-2:]
     assert restored["changed"] is True and again["changed"] is False
     assert info1 == info2
-    assert [s["path"] for s in info2] == [a, b]
+    assert [s["path"] for s in info2] == [a, b, d]
     assert info2[1]["authorized_clients"][0]["name"] == "alice"
+    # the balanced service came back balanced: flag and ob_config
+    assert [s["onionbalance_frontend"] for s in info2] == [None, None, FRONTEND]
+    with open(os.path.join(d, "ob_config")) as handle:
+        assert handle.read() == "MasterOnionAddress %s\n" % FRONTEND
     assert os.path.exists(c)  # removed from tor by exclusive, but its keys are kept
 
 
@@ -262,7 +270,8 @@ def test_authorized_clients(tor, tmp_path):
     ({"ports": [{"port": 80}], "extra_options": {"ContactInfo": "x"}}, "another HiddenService* option"),
     ({"ports": []}, "at least one entry in ports"),
     ({"ports": [{"port": 80}], "num_intro_points": 99}, "between 3 and 20"),
-    ({"ports": [{"port": 80}], "extra_options": {"HiddenServiceOnionBalanceInstance": "1"}}, "tor says"),
+    # an IPv6 target with a zone index: Python's ipaddress takes it, tor refuses it (and says why)
+    ({"ports": [{"port": 80, "target_address": "fe80::1%lo"}]}, "tor says"),
     ({"ephemeral": True, "path": None, "ports": [{"port": 80}], "private_key": "ED25519-V3:bm90IGEga2V5"},
      "64-byte"),
     ({"ephemeral": True, "path": None, "ports": [{"port": 80}], "client_auth_v3": ["short"]}, "client public key"),
@@ -391,14 +400,14 @@ def test_ports_short_forms(tor, tmp_path):
 
 
 def test_refusal_after_a_key_was_installed_says_what_was_written(tor, tmp_path):
-    """issue 14.5: tor refuses the new block (a service option it cannot parse) after this run
+    """issue 14.5: tor refuses the new block (an IPv6 target with a zone index) after this run
     installed a key from a vault: the message says so (it said "nothing was changed"), the key is
     kept, and the rerun without the bad option takes it up."""
     key = onion.key_blob(bytes(range(64)))
     address = onion.service_id_of_key(key) + ".onion"
     vaulted, bad = web(tmp_path, "vaulted2"), web(tmp_path, "bad")
     services = [{"path": vaulted, "ports": [80], "private_key": key},
-                {"path": bad, "ports": [81], "extra_options": {"HiddenServiceOnionBalanceInstance": "maybe"}}]
+                {"path": bad, "ports": [{"port": 81, "target_address": "fe80::1%lo"}]}]
     run = run_playbook([dict(hs_task(tor, tmp_path, services=services), ignore_errors=True),
                         hs_task(tor, tmp_path, services=services[:1])], tmp_path)
     failed, done = results(run)

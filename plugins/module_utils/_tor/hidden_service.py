@@ -26,6 +26,7 @@ import os
 import re
 import tempfile
 
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import ProtocolError, TorError
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.reply import check_value, unquote
 
@@ -75,6 +76,12 @@ TOR_WIDE = {"hiddenservicesinglehopmode": "HiddenServiceSingleHopMode",
             "hiddenservicenonanonymousmode": "HiddenServiceNonAnonymousMode",
             "hiddenservicestatistics": "HiddenServiceStatistics"}
 DEFAULT_TARGET = "127.0.0.1"
+# an Onionbalance backend: the flag in tor's block, the frontend's address in <HiddenServiceDir>/ob_config
+# (tor 0.4.4+, hs_ob.c). A parsed block only knows the flag: its onionbalance_frontend is OB_FLAG until
+# the file is read (service_manager); a desired service holds the address.
+OB_OPTION = "HiddenServiceOnionbalanceInstance"
+OB_CONFIG = "ob_config"
+OB_FLAG = True
 
 
 # -- ports ---------------------------------------------------------------------------------------
@@ -224,7 +231,43 @@ def default_service(path):
     for _tor, key, _kind, default, _limits, _since in OPTIONS:
         _set_option(service, key, default)
     service["extra_options"] = {}
+    service["onionbalance_frontend"] = None
     return service
+
+
+def normalize_frontend(value):
+    """onionbalance_frontend (an address with or without .onion; None or '': not balanced) ->
+    'xxx.onion' or None; a malformed address or one with a wrong checksum is refused."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ServiceConfigError("onionbalance_frontend must be the frontend's v3 onion address, got %r" % (value,))
+    text = value.strip()
+    try:
+        onion.parse_onion_address(text)
+    except onion.OnionKeyError as exc:
+        raise ServiceConfigError("onionbalance_frontend: %s; give the Onionbalance frontend's v3 address (56 "
+                                 "base32 characters, with or without .onion)" % exc)
+    return (text[:-6] if text.endswith(".onion") else text) + ".onion"
+
+
+def render_ob_config(frontend):
+    """The ob_config file of a backend of the frontend 'xxx.onion'."""
+    return "MasterOnionAddress %s\n" % frontend
+
+
+def parse_ob_config(text):
+    """The frontend address ('xxx.onion') an ob_config text names, None when it names none
+    (or not one tor accepts: tor 0.4.9 wants the .onion suffix)."""
+    for key, value in parse_torrc_lines(text or ""):
+        if key.lower() == "masteronionaddress":
+            if not value.endswith(".onion"):
+                return None
+            try:
+                return normalize_frontend(value)
+            except ServiceConfigError:
+                return None
+    return None
 
 
 def _typed(key, kind, limits, value):
@@ -289,6 +332,9 @@ def _extra_key_refusal(key):
                 if lkey != "hiddenservicestatistics" else
                 "extra_options key %r is refused: HiddenServiceStatistics is a tor-wide (relay) option, not one "
                 "of a service" % key)
+    if lkey == OB_OPTION.lower():
+        return ("extra_options key %r is refused: give onionbalance_frontend (the frontend's address), which sets "
+                "%s and writes the ob_config file tor needs with it" % (key, OB_OPTION))
     if lkey in _BY_TOR_NAME:
         return ("extra_options key %r must be another HiddenService* option: it has its own option, %s"
                 % (key, _BY_TOR_NAME[lkey][1]))
@@ -338,6 +384,13 @@ def normalize_service(params):
             check_value(v, "extra_options %s" % key)
             out.append(v)
         service["extra_options"][key] = out
+    service["onionbalance_frontend"] = normalize_frontend(params.get("onionbalance_frontend"))
+    if service["onionbalance_frontend"] and service["pow"]["enabled"]:
+        raise ServiceConfigError(
+            "pow.enabled is refused on the balanced service %s (onionbalance_frontend): Onionbalance 0.2.2 "
+            "publishes the frontend's descriptor with an inner layer of only create2-formats and the backends' "
+            "introduction points, without their pow-params line, so clients reaching the frontend's address never "
+            "solve a puzzle and the defence does nothing; turn pow off for this service" % path)
     return service
 
 
@@ -362,6 +415,9 @@ def services_from_conf(pairs):
             if lkey in _BY_TOR_NAME:
                 _tor, name, kind, _default, _limits, _since = _BY_TOR_NAME[lkey]
                 _set_option(current, name, _from_tor(kind, value))
+                continue
+            if lkey == OB_OPTION.lower():
+                current["onionbalance_frontend"] = OB_FLAG if _from_tor("bool", value) else None
                 continue
         except ValueError:   # a value tor would never write ('', '\u00b2'): the peer is not tor
             raise ProtocolError("unexpected %s value %r" % (key, value[:80]))
@@ -392,6 +448,8 @@ def service_to_conf(service):
         value = option_value(service, key)
         if value != default:
             pairs.append((tor_name, _to_tor(kind, value)))
+    if service.get("onionbalance_frontend"):
+        pairs.append((OB_OPTION, "1"))
     for key in sorted(service["extra_options"]):
         for value in service["extra_options"][key]:
             pairs.append((key, value))
@@ -410,7 +468,8 @@ def block_to_conf(services):
 
 def config_view(service):
     """What to compare and show in a diff: the service without derived keys."""
-    keys = ["path", "ports"] + [o[1] for o in OPTIONS if "." not in o[1]] + sorted(GROUPS) + ["extra_options"]
+    keys = (["path", "ports"] + [o[1] for o in OPTIONS if "." not in o[1]] + sorted(GROUPS) + ["extra_options"]
+            + ["onionbalance_frontend"])
     return dict((k, dict(service[k]) if k in GROUPS else service[k]) for k in keys if k in service)
 
 

@@ -125,12 +125,24 @@ def read_authorized_clients(path):
     return clients
 
 
+def read_ob_config(path):
+    """The text of a service directory's ob_config (None: no such file, or unreadable)."""
+    try:
+        with open(os.path.join(path, hs.OB_CONFIG)) as handle:
+            return handle.read(4096)
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def describe_persistent(service, read_files=True):
-    """A service dict for results: its config plus onion_address and authorized_clients."""
+    """A service dict for results: its config plus onion_address and authorized_clients, and the
+    frontend of a balanced service (from its ob_config when the service comes from tor's block)."""
     out = hs.config_view(service)
     out["type"] = "persistent"
     out["onion_address"] = None
     out["authorized_clients"] = None
+    if out["onionbalance_frontend"] is hs.OB_FLAG:
+        out["onionbalance_frontend"] = hs.parse_ob_config(read_ob_config(service["path"])) if read_files else None
     if read_files:
         try:
             out["onion_address"] = onion.service_dir_address(service["path"])
@@ -175,12 +187,16 @@ class PersistentState(object):
     clients: {path: read_authorized_clients()} of each service in the block or desired.
     keys: {path: the 64-byte key the directory holds (None: none)} of each key to install;
       key_addresses: {path: the address of that key} where it is not the key to install.
+    ob_configs: {path: the text of its ob_config (None: none)} of each service in the block or desired.
+    addresses: {path: the address of the key it holds (None: none, or unreadable)} of each desired balanced
+      service (its onionbalance_frontend must not be its own address).
     sandbox: where tor may write (sandbox.Sandbox; None: not known, nothing is refused).
     """
 
     def __init__(self, block, persist=False, drop_in=None, include=True, drop_in_text=None, config_file=None,
                  torrc_dirs=None, included=True, torrc_refusal=None, uid=None, user=None, dirs=None,
-                 is_dir=None, clients=None, keys=None, key_addresses=None, sandbox=None):
+                 is_dir=None, clients=None, keys=None, key_addresses=None, sandbox=None, ob_configs=None,
+                 addresses=None):
         self.block = block
         self.persist = persist
         self.drop_in = drop_in
@@ -199,6 +215,8 @@ class PersistentState(object):
         self.keys = keys or {}
         self.key_addresses = key_addresses or {}
         self.sandbox = sandbox
+        self.ob_configs = ob_configs or {}
+        self.addresses = addresses or {}
 
     def drop_in_paths(self):
         return [s["path"] for s in self.drop_in_services or []]
@@ -257,6 +275,9 @@ class PersistentPlan(object):
     make_dirs: service directories to create (0700, tor's user); key_writes: {path: 64-byte key}
       to install; client_plans: {path: (files to write {name: public key}, names to delete,
       generated clients [{name, public_key, private_key}])} of the services whose clients are managed.
+    ob_writes: {path: ob_config text} written before the SETCONF (tor reads the file when it loads the
+      service); ob_removes: ob_config files of services no longer balanced, removed once tor runs without
+      the flag.
     set_conf: whether `after` is sent to tor (the block changed, or files tor reads at SETCONF did).
     drop_in_text: the drop-in's new text (None: not persisted); drop_in_change and include_change:
       whether it and torrc's %include line are written.
@@ -271,6 +292,8 @@ class PersistentPlan(object):
         self.make_dirs = []
         self.key_writes = {}
         self.client_plans = {}
+        self.ob_writes = {}
+        self.ob_removes = []
         self.set_conf = False
         self.drop_in_text = None
         self.drop_in_change = False
@@ -319,9 +342,12 @@ def plan(state, desired, absent=(), exclusive=False, purge=False, clients=None, 
     if purge:
         steps.purge_dirs = [p for p in absent if state.is_dir.get(p) and p not in after_paths]
     steps.key_writes = _key_writes(state, keys or {})
+    _plan_onionbalance(state, steps, desired, clients, keys or {})
     clients_change = any(write or delete for write, delete, _generated in steps.client_plans.values())
-    steps.set_conf = _views(steps.before) != _views(steps.after) or clients_change or bool(steps.key_writes)
-    steps.changed = steps.set_conf or steps.drop_in_change or steps.include_change or bool(steps.purge_dirs)
+    steps.set_conf = (_views(steps.before) != _views(steps.after) or clients_change or bool(steps.key_writes)
+                      or bool(steps.ob_writes))
+    steps.changed = (steps.set_conf or steps.drop_in_change or steps.include_change or bool(steps.purge_dirs)
+                     or bool(steps.ob_removes))
     steps.diff = {"before": {"services": [_diff_view(s, state) for s in steps.before]},
                   "after": {"services": [_diff_view(s, state, steps.client_plans) for s in steps.after]}}
     if steps.include_change:   # the lines appended to torrc, so that --diff and --check show them
@@ -442,6 +468,49 @@ def _client_files_plan(current, wanted):
     return write, delete, generated
 
 
+def _plan_onionbalance(state, steps, desired, clients, keys):
+    """The ob_config files of the desired services (steps.ob_writes, steps.ob_removes), after
+    refusing what a balanced service cannot have: its own address as frontend, client
+    authorization (Onionbalance 0.2.2 fetches a backend's descriptor knowing only its address
+    and publishes the frontend's without client entries, so it can carry neither)."""
+    for service in desired:
+        path, frontend = service["path"], service["onionbalance_frontend"]
+        current = state.ob_configs.get(path)
+        if not frontend:
+            if current is not None:
+                steps.ob_removes.append(path)
+            continue
+        own = state.addresses.get(path)
+        if path in keys:
+            own = onion.onion_address(onion.ed25519_public_from_expanded(keys[path])) + ".onion"
+        if own == frontend:
+            raise ServiceError("onionbalance_frontend of %s is the service's own address %s: give the address of "
+                               "the Onionbalance frontend (its own key), not the backend's" % (path, frontend))
+        managed = clients.get(path)
+        on_disk = [c["name"] for c in state.clients.get(path) or []]
+        if managed or (managed is None and on_disk):
+            raise ServiceError(
+                "authorized_clients on the balanced service %s (onionbalance_frontend) is refused: Onionbalance "
+                "0.2.2 cannot carry client authorization (it fetches and decrypts a backend's descriptor knowing "
+                "only the backend's address, and publishes the frontend's descriptor without auth-client entries "
+                "for your clients, readable by anyone who knows the address); %s" % (
+                    path, "remove authorized_clients" if managed else
+                    "its directory has client files (%s); give authorized_clients: [] to remove them"
+                    % ", ".join(sorted(on_disk))))
+        text = hs.render_ob_config(frontend)
+        if current != text:
+            steps.ob_writes[path] = text
+    for service in steps.after:   # the balanced services of tor's block that this run leaves as they are
+        if service["onionbalance_frontend"] is hs.OB_FLAG and service["path"] not in steps.ob_writes \
+                and hs.parse_ob_config(state.ob_configs.get(service["path"])) is None:
+            raise ServiceError(
+                "the balanced service %s (HiddenServiceOnionbalanceInstance 1) has no valid ob_config (a line "
+                "MasterOnionAddress <frontend>.onion); tor re-reads it on every change of the onion services and "
+                "refuses a missing one, and tor 0.4.9.11 crashes (SIGSEGV in hs_ob_parse_config_file) on one without "
+                "that line; nothing was changed. Give the service its onionbalance_frontend in this run, or fix %s"
+                % (service["path"], os.path.join(service["path"], hs.OB_CONFIG)))
+
+
 def _key_writes(state, keys):
     """{path: key} of the keys to install: where a directory holds none. A different key is refused."""
     writes = {}
@@ -457,11 +526,20 @@ def _key_writes(state, keys):
 
 
 def _views(services):
-    return [hs.config_view(s) for s in services]
+    """What is compared: the configuration (a balanced service's frontend only as the flag that
+    tor's block holds; the address is in ob_config, see _plan_onionbalance)."""
+    views = []
+    for service in services:
+        view = hs.config_view(service)
+        view["onionbalance_frontend"] = bool(view.get("onionbalance_frontend"))
+        views.append(view)
+    return views
 
 
 def _diff_view(service, state, client_plans=None):
     view = hs.config_view(service)
+    if view.get("onionbalance_frontend") is hs.OB_FLAG:
+        view["onionbalance_frontend"] = hs.parse_ob_config(state.ob_configs.get(service["path"]))
     names = sorted(c["name"] for c in (state.clients.get(service["path"]) or []))
     client_plan = (client_plans or {}).get(service["path"])
     if client_plan is not None:
@@ -655,6 +733,13 @@ class PersistentManager(object):
         state.dirs = dict((path, _lstat(path)) for path in paths)
         state.clients = dict((path, read_authorized_clients(path)) for path in [s["path"] for s in block] + paths)
         state.is_dir = dict((path, os.path.isdir(path)) for path in list(absent) + state.drop_in_paths())
+        state.ob_configs = dict((path, read_ob_config(path)) for path in [s["path"] for s in block] + paths)
+        for service in desired:
+            if service.get("onionbalance_frontend"):
+                try:
+                    state.addresses[service["path"]] = onion.service_dir_address(service["path"])
+                except (OSError, onion.OnionKeyError):
+                    state.addresses[service["path"]] = None
         for path, expanded in (keys or {}).items():
             state.keys[path] = _existing_key(path)
             if state.keys[path] not in (None, expanded):
@@ -667,6 +752,7 @@ class PersistentManager(object):
         result dict."""
         result = steps.result(None)
         made_dirs, keys_written, undo_clients = [], [], []
+        undo_ob = {}
         try:
             for path in steps.make_dirs:
                 _make_dir(path, self.facts)
@@ -678,11 +764,15 @@ class PersistentManager(object):
                 if path in made_dirs or write or delete:
                     undo_clients.append(self._write_clients(path, write, delete))
                 result["generated_clients"].extend(dict(g, service=path) for g in generated)
+            for path, text in steps.ob_writes.items():
+                undo_ob[path] = read_ob_config(path)
+                self._write_ob_config(path, text)
             if steps.set_conf:
                 self._set_block(steps.before, steps.after)
         except BaseException as exc:
             for undo in undo_clients:
                 undo()
+            self._undo_ob_configs(undo_ob, made_dirs)
             for path in made_dirs:
                 _remove_made_dir(path)
             kept = _left_behind(made_dirs, keys_written, steps.key_writes)
@@ -691,7 +781,16 @@ class PersistentManager(object):
                     "%s: %s" % (exc.strerror, exc.filename) if exc.strerror and exc.filename else str(exc))
                 raise ServiceError("%s. %s" % (what.rstrip("."), kept))
             raise
-        self._persist(steps)
+        try:
+            self._persist(steps)
+        except ServiceError:   # tor has its previous block back: the previous ob_config files too
+            self._undo_ob_configs(undo_ob, made_dirs)
+            raise
+        for path in steps.ob_removes:   # only once tor runs without the flag (or never had it)
+            try:
+                os.unlink(os.path.join(path, hs.OB_CONFIG))
+            except FileNotFoundError:
+                pass
         for path in steps.purge_dirs:   # only what was asked, only after tor let go of it
             shutil.rmtree(path)
         if made_dirs:
@@ -770,6 +869,24 @@ class PersistentManager(object):
                 except OSError:
                     pass
         return undo
+
+    def _write_ob_config(self, path, text):
+        """ob_config (0600, tor's user) written to ob_config.onionlab-new and renamed."""
+        file_path = os.path.join(path, hs.OB_CONFIG)
+        hs.write_secret(file_path, text.encode("ascii"), file_path + ".onionlab-new", *_tor_owner(self.facts))
+
+    def _undo_ob_configs(self, saved, made_dirs):
+        """Put back the ob_config files this run replaced (a directory this run made goes as a whole)."""
+        for path, text in saved.items():
+            if path in made_dirs:
+                continue
+            try:
+                if text is None:
+                    os.unlink(os.path.join(path, hs.OB_CONFIG))
+                else:
+                    self._write_ob_config(path, text)
+            except OSError:
+                pass
 
     def _write_key(self, path, expanded):
         """Install a secret key (and its public key) in a service directory that has none.

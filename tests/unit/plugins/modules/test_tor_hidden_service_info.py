@@ -16,7 +16,7 @@ KEY_SID = onion.service_id_of_key(KEY_BLOB)
 CLIENT_PUBLIC = onion.generate_client_keypair()[1]
 PERSISTENT_KEYS = {"type", "path", "ports", "onion_address", "authorized_clients", "version", "max_streams",
                    "max_streams_close_circuit", "dir_group_readable", "allow_unknown_ports", "num_intro_points",
-                   "export_circuit_id", "pow", "intro_dos", "extra_options"}
+                   "export_circuit_id", "pow", "intro_dos", "extra_options", "onionbalance_frontend"}
 EPHEMERAL_KEYS = {"type", "service_id", "onion_address", "detached", "ports", "max_streams", "client_auth_v3",
                   "pow"}
 

@@ -97,13 +97,13 @@ def test_service_round_trip_through_conf():
     service = hs.normalize_service({"path": "/var/lib/tor/web/", "ports": [{"port": 80}, 443], "max_streams": 4,
                                     "allow_unknown_ports": True, "num_intro_points": 3,
                                     "export_circuit_id": "haproxy", "pow": {"enabled": True},
-                                    "extra_options": {"HiddenServiceOnionBalanceInstance": True}})
+                                    "extra_options": {"HiddenServiceSomeFutureOption": True}})
     assert service["path"] == "/var/lib/tor/web"
     conf = hs.service_to_conf(service)
     assert conf == [("HiddenServiceDir", "/var/lib/tor/web"), ("HiddenServicePort", "80 127.0.0.1:80"),
                     ("HiddenServicePort", "443 127.0.0.1:443"), ("HiddenServiceMaxStreams", "4"),
                     ("HiddenServiceAllowUnknownPorts", "1"), ("HiddenServiceExportCircuitID", "haproxy"),
-                    ("HiddenServicePoWDefensesEnabled", "1"), ("HiddenServiceOnionBalanceInstance", "1")]
+                    ("HiddenServicePoWDefensesEnabled", "1"), ("HiddenServiceSomeFutureOption", "1")]
     assert hs.services_from_conf(conf) == [service]
     assert hs.block_to_conf([]) == [("HiddenServiceDir", None)]
 
