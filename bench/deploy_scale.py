@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 # Copyright (c) 2026, onionlab.tor contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Deploy time against host count: the site playbook on N hosts of the bed, next to a baseline
-of trivial tasks on the same hosts in the same run (issue 20). Needs root (containers).
+"""Deploy time against host count: the site playbook next to trivial tasks, on the bed's hosts.
+
+The site playbook on N hosts of the bed, next to a baseline of trivial tasks on the same hosts in
+the same run (issue 20). Needs root (containers).
 
     .venv/bin/python bench/deploy_scale.py [--sizes 1,3,10,16] [--forks 5] [--env K=V ...]
                                            [--one-bed] [--knobs 10] [--out docs/deploy_scale.md]
@@ -22,8 +24,9 @@ up the largest size only: its first run on all of it, then every size's second r
 on the first N hosts (--limit); the smaller sizes get no first-run figure.
 
 --knobs N converges a bed of N hosts, then measures the second run and the baseline under each
-setting of KNOBS (forks, pipelining, strategy, SSH ControlPersist), each against the baseline
-run with the same setting.
+setting of KNOBS (forks, pipelining, strategy, SSH ControlPersist; Mitogen with --mitogen DIR,
+a directory made by ``pip install --target DIR mitogen``), each against the baseline run with the
+same setting.
 
 Everything started here (tors, containers, SSH masters) is stopped by PID at the end, on
 Ctrl-C and on SIGTERM.
@@ -146,6 +149,15 @@ class Bench:
         self.baseline = base / "baseline.yml"
         write_baseline(self.baseline, args.baseline)
         self.env = dict(ENV, ANSIBLE_SSH_CONTROL_PATH_DIR=str(self.cp_dir))
+        self.site = SITE
+        if args.root:
+            # another checkout (e.g. a worktree of an older commit): its roles and its demo/site.yml
+            other = Path(args.root).resolve()
+            link = base / "collections" / "ansible_collections" / "onionlab"
+            link.mkdir(parents=True)
+            (link / "tor").symlink_to(other)
+            self.env["ANSIBLE_COLLECTIONS_PATH"] = str(base / "collections")
+            self.site = other / "demo" / "site.yml"
         for kv in args.env:
             key, _, value = kv.partition("=")
             self.env[key] = value
@@ -159,7 +171,7 @@ class Bench:
         cmd += list(extra)
         if len(names) < bed.n:
             cmd += ["--limit", ",".join(names)]
-        if playbook == SITE:
+        if playbook == self.site:
             cmd += ["-e", "@%s" % (data_dir / "services.json"), "-e", json.dumps({"demo_dir": str(data_dir)})]
         run = Run(cmd, dict(self.env, **(env or {})), self.cp_dir)
         if self.args.logs:
@@ -189,9 +201,10 @@ class Bench:
         data = self.data_dir(bed, [h["name"] for h in bed.hosts])
         if first:
             say("%d hosts: first run" % len(names))
-            row["first"] = self.playbook(bed, SITE, names, data).wall
+            first = self.playbook(bed, self.site, names, data)
+            row.update(first=first.wall, first_cpu=first.cpu)
         say("%d hosts: second run" % len(names))
-        second = self.playbook(bed, SITE, names, data)
+        second = self.playbook(bed, self.site, names, data)
         say("%d hosts: baseline of %d tasks" % (len(names), self.args.baseline))
         base = self.playbook(bed, self.baseline, names, data)
         row.update(second=second.wall, second_cpu=second.cpu, baseline=base.wall, baseline_cpu=base.cpu,
@@ -234,12 +247,17 @@ class Bench:
             names = [h["name"] for h in bed.hosts]
             data = self.data_dir(bed, names)
             say("knobs on %d hosts: converging (first run)" % n)
-            self.playbook(bed, SITE, names, data)
-            for label, env, extra in KNOBS:
+            self.playbook(bed, self.site, names, data)
+            knobs = list(KNOBS)
+            if self.args.mitogen:
+                plugins = str(Path(self.args.mitogen) / "ansible_mitogen" / "plugins" / "strategy")
+                knobs.append(("Mitogen (mitogen_linear, %s)" % Path(self.args.mitogen).name,
+                              {"ANSIBLE_STRATEGY_PLUGINS": plugins, "ANSIBLE_STRATEGY": "mitogen_linear"}, []))
+            for label, env, extra in knobs:
                 if self.args.knob and not any(k in label for k in self.args.knob):
                     continue
                 load_before = load()
-                second = self.playbook(bed, SITE, names, data, env, extra)
+                second = self.playbook(bed, self.site, names, data, env, extra)
                 base = self.playbook(bed, self.baseline, names, data, env, extra)
                 if not second.changed_nothing():
                     self.void.append("knob %s: the second run changed something" % label)
@@ -260,15 +278,16 @@ def fmt(value, unit=" s"):
 def size_table(rows, baseline):
     lines = ["| hosts | first run | second run (changed=0) | baseline %d | ratio second/baseline | "
              "tasks per host (second run: ok+changed+skipped) | of which skipped | per-host growth (second run) | "
-             "controller CPU second run / baseline | load before → after |" % baseline,
+             "controller CPU first / second / baseline | load before → after |" % baseline,
              "|---|---|---|---|---|---|---|---|---|---|"]
     prev = None
     for r in rows:
         growth = "–" if prev is None else "%.2f s/host" % ((r["second"] - prev["second"]) / (r["hosts"] - prev["hosts"]))
         second = fmt(r["second"]) + ("" if r["changed0"] else " VOID: changed>0")
-        lines.append("| %d | %s | %s | %s | %.2f | %s | %s | %s | %.1f s / %.1f s | %s → %s |" % (
+        lines.append("| %d | %s | %s | %s | %.2f | %s | %s | %s | %s / %.1f s / %.1f s | %s → %s |" % (
             r["hosts"], fmt(r.get("first")), second, fmt(r["baseline"]), r["second"] / r["baseline"],
-            r["tasks"][0], r["tasks"][1], growth, r["second_cpu"], r["baseline_cpu"], r["load_before"],
+            r["tasks"][0], r["tasks"][1], growth, fmt(r.get("first_cpu")), r["second_cpu"], r["baseline_cpu"],
+            r["load_before"],
             r["load_after"]))
         prev = r
     return "\n".join(lines)
@@ -285,7 +304,7 @@ def knob_table(rows, n, baseline):
     return "\n".join(lines)
 
 
-def machine():
+def machine(root):
     model = ""
     try:
         model = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
@@ -294,7 +313,7 @@ def machine():
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2 ** 30
     version = subprocess.run([str(BIN / "ansible-playbook"), "--version"], stdout=subprocess.PIPE,
                              universal_newlines=True, env=ENV).stdout.splitlines()[0]
-    commit = subprocess.run(["git", "-C", str(ROOT), "log", "-1", "--format=%h %s"], stdout=subprocess.PIPE,
+    commit = subprocess.run(["git", "-C", str(root), "log", "-1", "--format=%h %s"], stdout=subprocess.PIPE,
                             universal_newlines=True).stdout.strip()[:90]
     return ("%s UTC; %s, %d cores (%s), %.0f GiB; %s; Python %s; collection at %s" % (
         datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"), platform.node(), os.cpu_count(),
@@ -316,6 +335,10 @@ def main():
                     help="one bed of the largest size, smaller sizes on --limit subsets (no first run for them)")
     ap.add_argument("--knobs", type=int, metavar="N", help="measure the settings of KNOBS on N hosts instead")
     ap.add_argument("--knob", action="append", default=[], help="with --knobs: only settings whose label has this")
+    ap.add_argument("--mitogen", metavar="DIR", help="with --knobs: also Mitogen, installed in DIR "
+                                                     "(pip install --target DIR mitogen)")
+    ap.add_argument("--root", metavar="DIR", help="measure the roles and demo/site.yml of this checkout "
+                                                  "(e.g. a worktree of an older commit) instead of this one")
     ap.add_argument("--out", help="write the table(s) as markdown here")
     ap.add_argument("--logs", metavar="DIR", help="keep each ansible-playbook output in DIR")
     args = ap.parse_args()
@@ -325,7 +348,7 @@ def main():
     hostbed.ensure_packages()
     signal.signal(signal.SIGTERM, _interrupt)
     base = Path(tempfile.mkdtemp(prefix="onionlab-scale-"))
-    about = machine()
+    about = machine(args.root or ROOT)
     options = "forks %d%s%s" % (args.forks, "".join("; %s" % kv for kv in args.env),
                                 "; one bed, --limit subsets" if args.one_bed else "; a fresh bed per size")
     bench = Bench(args, base)
