@@ -15,6 +15,8 @@ LABELS = [
      'Ansible Configuration Settings'),
     ('common_return_values', 'reference_appendices/common_return_values.html#common-return-values',
      'Return Values'),
+    # the note on a module that has an action plugin (tor_setup)
+    ('action_plugins', 'plugins/action.html#action-plugins', 'Action plugins'),
 ]
 
 

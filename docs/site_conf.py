@@ -15,7 +15,8 @@ html_short_title = 'onionlab.tor docs'
 # downloads the inventories of docs.python.org, jinja.palletsprojects.com and docs.ansible.com when
 # Sphinx starts, and with -W (warnings are errors) an unreachable site fails the build. Those
 # sites cannot be reached from the machines this project's CI runs on. The generated module pages
-# link to two labels of the Ansible docs (common_return_values, ansible_configuration_settings),
+# link to three labels of the Ansible docs (common_return_values, ansible_configuration_settings,
+# action_plugins),
 # so instead of dropping the Ansible mapping (and silencing 'undefined label' warnings, which
 # would hide real broken links of our own guides too) an offline build reads a small local
 # inventory with exactly those labels, made by docs/offline_inventory.py; the links still point at

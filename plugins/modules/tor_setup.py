@@ -13,9 +13,9 @@ version_added: 0.2.0
 description:
   - The one task of the P(onionlab.tor.tor#role) role. On a host where everything is as asked, it costs one
     module run on the host, which finds the package installed, the torrc unchanged and the service as asked.
-  - Otherwise, in order, installs the package (M(ansible.builtin.apt) or M(ansible.builtin.dnf), with EPEL on RHEL
+  - Otherwise, in order, installs the package (C(ansible.builtin.apt) or C(ansible.builtin.dnf), with EPEL on RHEL
     and its rebuilds; the Tor Project's Debian repository with O(upstream_repository)), then checks the new torrc
-    and writes it, then starts and enables the service (M(ansible.builtin.service)), and restarts tor after a new
+    and writes it, then starts and enables the service (C(ansible.builtin.service)), and restarts tor after a new
     package or reloads it (SIGHUP) after a new torrc.
   - Before a torrc is written, tor reads it (C(tor --verify-config)); its own error lines are the message when it
     refuses. A current torrc is compared with the new one as tor reads both (C(tor --dump-config)); what a torrc that
@@ -133,9 +133,6 @@ attributes:
     description: Target OS/families that can be operated against.
     support: full
     platforms: [debian, redhat]
-  action:
-    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
-    support: full
 extends_documentation_fragment:
   - onionlab.tor.attributes
 notes:
