@@ -21,23 +21,34 @@ Helpers (standard library only; onionbalance itself is Debian's package):
   with ``HiddenServiceOnionbalanceInstance 1`` and ``ob_config``;
 * ``Onionbalance`` -- one ``onionbalance`` process against a frontend tor's
   ControlPort, stopped by PID;
-* ``NamedHTTP`` -- a loopback HTTP server whose page names it.
+* ``NamedHTTP`` -- a loopback HTTP server whose page names it;
+* ``until_steady`` / ``until_seen`` -- request the frontend address until every request succeeds
+  again (from the backends still up) / until given backends served; what the failover figures are.
+
+CLI (molecule's balanced scenario and the demo; JSON on stdout)::
+
+    python tests/harness/onionbalance.py --privnet DIR until-steady --address A [--allowed host2,host3]
+    python tests/harness/onionbalance.py --privnet DIR until-seen --address A --names host1,host2
 """
 
 from __future__ import annotations
 
 import hashlib
 import http.server
+import json
 import os
+import re
 import shutil
 import socketserver
 import subprocess
+import sys
 import threading
 import time
 
-from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion as onionkeys
-
-from . import privnet
+try:  # imported as harness.onionbalance (pytest) or run as a script
+    from . import privnet
+except ImportError:  # pragma: no cover
+    import privnet
 
 ONIONBALANCE = shutil.which('onionbalance') or '/usr/sbin/onionbalance'
 VOTING_INTERVAL = 20  # what onionbalance --is-testnet assumes (chutney's)
@@ -72,6 +83,7 @@ def new_expanded_key():
 
 def write_frontend_key(path, expanded=None):
     """Write tor's hs_ed25519_secret_key format (0600); return the address (no .onion)."""
+    from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion as onionkeys
     expanded = expanded or new_expanded_key()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, 'wb') as f:
@@ -219,7 +231,8 @@ class NamedHTTP:
 
 
 __all__ = ['BalancedPrivNet', 'Onionbalance', 'NamedHTTP', 'add_backend', 'write_frontend_key',
-           'write_config', 'stop_tor', 'restart_tor', 'onionbalance_version']
+           'write_config', 'stop_tor', 'restart_tor', 'onionbalance_version', 'Frontend', 'until_steady',
+           'until_seen']
 
 
 def isolated_get(socks_port, address, timeout=20.0, tag=None):
@@ -265,12 +278,17 @@ def isolated_get(socks_port, address, timeout=20.0, tag=None):
 
 
 def forget_descriptors(net):
+    """See forget_client_descriptors; net is a running PrivNet."""
+    forget_client_descriptors(net.client.control_port, net.client.cookie_path)
+
+
+def forget_client_descriptors(control_port, cookie_path):
     """SIGNAL NEWNYM to the client tor: besides new circuits, it purges the client's onion-service
     state (descriptor cache, intro-point failures), so the next request fetches the frontend
     descriptor again.  A client that still reaches one backend never refetches by itself before
     the cached descriptor expires; this is what makes a restarted backend visible to this client."""
     from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
-    ctl = connect(port=net.client.control_port, cookie_path=net.client.cookie_path)
+    ctl = connect(port=control_port, cookie_path=cookie_path)
     try:
         ctl.signal('NEWNYM')
     finally:
@@ -288,3 +306,122 @@ def dropin_command(path):
     if not argv:
         raise AssertionError('no ExecStart command in %s' % path)
     return argv
+
+
+PAGE_NAME = r'(?:host|backend) (\S+)'  # prepare.yml's 'host H service S' and NamedHTTP's 'backend NAME'
+
+
+class Frontend:
+    """Requests to a frontend address through the private network's client (isolated_get)."""
+
+    def __init__(self, socks_port, address, control_port=None, cookie_path=None, pattern=PAGE_NAME, timeout=20.0):
+        self.socks_port, self.address, self.timeout = socks_port, address, timeout
+        self.control_port, self.cookie_path = control_port, cookie_path
+        self.pattern = re.compile(pattern)
+
+    def get(self):
+        """(backend name or None, what happened)"""
+        try:
+            status, body = isolated_get(self.socks_port, self.address, timeout=self.timeout)
+        except OSError as e:
+            return None, str(e)
+        m = self.pattern.search(body)
+        if status != 200 or not m:
+            return None, 'HTTP %d: %s' % (status, body[:80])
+        return m.group(1), 'HTTP 200'
+
+    def forget(self):
+        forget_client_descriptors(self.control_port, self.cookie_path)
+
+
+def until_steady(get, allowed, t0, deadline, steady=6, sleep=time.sleep):
+    """Request (get() -> (name or None, why)) until `steady` answers in a row come from backends in
+    allowed (every request succeeds again); returns {'seconds': from t0 to the first of those
+    answers, 'failures', 'pages': answers per backend, 'slowest': the longest request} (a client
+    falls back to another introduction point within one request).  Raises AssertionError at the deadline."""
+    run, run_start, failures, pages, slowest = 0, None, 0, {}, 0.0
+    while time.monotonic() - t0 < deadline:
+        t = time.monotonic()
+        name, why = get()
+        slowest = max(slowest, time.monotonic() - t)
+        if name is not None:
+            pages[name] = pages.get(name, 0) + 1
+        if name is not None and (not allowed or name in allowed):
+            if run == 0:
+                run_start = t
+            run += 1
+            if run >= steady:
+                return {'seconds': round(run_start - t0, 1), 'failures': failures, 'pages': pages,
+                        'slowest': round(slowest, 1)}
+        else:
+            failures += 1
+            run = 0
+            sleep(1)
+    raise AssertionError('no %d answers in a row from %s within %.0fs (%d failures, pages %s; last: %s)'
+                         % (steady, sorted(allowed or ['any backend']), deadline, failures, pages, why))
+
+
+def until_seen(get, names, t0, deadline, forget=None, forget_every=15.0, sleep=time.sleep):
+    """Request until every backend in names served a page; forget() (the client's descriptors)
+    every forget_every seconds: a client that still reaches a backend keeps its descriptor, which
+    never lists a backend started again.  Returns {'seconds', 'pages'}; AssertionError at the deadline."""
+    pages, forgot = {}, 0.0
+    while time.monotonic() - t0 < deadline:
+        if forget and time.monotonic() - forgot > forget_every:
+            forget()
+            forgot = time.monotonic()
+        name, _ = get()
+        if name is not None:
+            pages[name] = pages.get(name, 0) + 1
+            if set(names) <= set(pages):
+                return {'seconds': round(time.monotonic() - t0, 1), 'pages': pages}
+        else:
+            sleep(1)
+    raise AssertionError('%s never served within %.0fs (pages %s)' % (sorted(set(names) - set(pages)), deadline, pages))
+
+
+def main(argv=None):
+    import argparse
+    p = argparse.ArgumentParser(description='Requests to a frontend address through privnet.py\'s client')
+    p.add_argument('--privnet', required=True, metavar='DIR', help='the directory of privnet.py start')
+    p.add_argument('--address', required=True)
+    p.add_argument('--deadline', type=float, default=240.0)
+    p.add_argument('--pattern', default=PAGE_NAME, help='regex whose group 1 names the backend in a page')
+    sub = p.add_subparsers(dest='cmd', required=True)
+    s = sub.add_parser('until-steady', help='until %d answers in a row come from --allowed (any backend if empty)'
+                       % 6)
+    s.add_argument('--allowed', default='')
+    s.add_argument('--steady', type=int, default=6)
+    s.add_argument('--count', type=int, default=0, help='then this many more requests, counted by backend')
+    s = sub.add_parser('until-seen', help='until every backend of --names served a page')
+    s.add_argument('--names', required=True)
+    args = p.parse_args(argv)
+    state = privnet.read_state(os.path.abspath(args.privnet))
+    if not state or state.get('status') not in ('ready', 'degraded'):
+        print('no ready privnet in %s' % args.privnet, file=sys.stderr)
+        return 2
+    front = Frontend(state['socks_port'], args.address, state['client']['control_port'],
+                     state['client']['cookie_path'], args.pattern)
+    t0 = time.monotonic()
+    try:
+        if args.cmd == 'until-steady':
+            allowed = {x for x in args.allowed.split(',') if x}
+            result = until_steady(front.get, allowed, t0, args.deadline, args.steady)
+            counted = {}
+            for _ in range(args.count):
+                name, why = front.get()
+                counted[name or 'failed'] = counted.get(name or 'failed', 0) + 1
+            if args.count:
+                result['counted'] = counted
+        else:
+            result = until_seen(front.get, [x for x in args.names.split(',') if x], t0, args.deadline, front.forget)
+    except AssertionError as e:
+        print(json.dumps({'failed': True, 'msg': str(e), 'seconds': round(time.monotonic() - t0, 1)}))
+        return 1
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.path[:0] = [p for p in os.environ.get('ANSIBLE_COLLECTIONS_PATH', '').split(os.pathsep) if p]
+    sys.exit(main())

@@ -85,29 +85,14 @@ def _diagnose(st):
 
 
 def _until_steady(st, allowed, t0, deadline=DEADLINE):
-    """Request until STEADY answers in a row come from backends in allowed; returns
-    (seconds from t0 to the first of those answers, failures seen, pages seen); pages['slowest']
+    """Request until STEADY answers in a row come from backends in allowed (harness until_steady);
+    returns (seconds from t0 to the first of those answers, failures seen, pages seen); pages['slowest']
     is the longest request (a client falls back to another introduction point within one request)."""
-    run, run_start, failures, pages = 0, None, 0, {'slowest': 0.0}
-    while time.monotonic() - t0 < deadline:
-        t = time.monotonic()
-        page, why = _get(st['net'], st['frontend'])
-        pages['slowest'] = round(max(pages['slowest'], time.monotonic() - t), 1)
-        if page is not None:
-            name = page.split()[-1]
-            pages[name] = pages.get(name, 0) + 1
-        if page is not None and page.split()[-1] in allowed:
-            if run == 0:
-                run_start = t
-            run += 1
-            if run >= STEADY:
-                return run_start - t0, failures, pages
-        else:
-            failures += 1
-            run = 0
-            time.sleep(1)
-    raise AssertionError('no %d answers in a row from %s within %.0fs (%d failures, pages %s)\n%s'
-                         % (STEADY, sorted(allowed), deadline, failures, pages, _diagnose(st)))
+    try:
+        r = ob.until_steady(ob.Frontend(st['net'].socks_port, st['frontend']).get, allowed, t0, deadline, STEADY)
+    except AssertionError as e:
+        raise AssertionError('%s\n%s' % (e, _diagnose(st)))
+    return r['seconds'], r['failures'], dict(r['pages'], slowest=r['slowest'])
 
 
 def test_frontend_answers_with_backend_pages(balanced):
