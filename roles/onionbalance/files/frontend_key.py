@@ -1,6 +1,7 @@
 # The onionbalance role's frontend key file (run on the frontend host by Debian's python3, which has
 # Onionbalance's own libraries: the address is the one Onionbalance derives from the file).
-# argv: PATH apply|check OWNER GROUP; stdin: an ED25519-V3:<base64> key from a vault, or nothing.
+# argv: PATH apply|check OWNER GROUP stdin|no-stdin; stdin: an ED25519-V3:<base64> key from a vault (read only
+# with "stdin": over ssh with a tty, a stdin with nothing to send is never closed).
 # Prints one JSON object: {"changed", "generated", "onion_address"} or {"failed": true, "msg"}.
 import base64
 import grp
@@ -29,7 +30,7 @@ def address(expanded):
 
 def main():
     path, mode, owner, group = sys.argv[1:5]
-    blob = sys.stdin.read().strip()
+    blob = sys.stdin.read().strip() if sys.argv[5:6] == ["stdin"] else ""
     wanted = None
     if blob:
         text = blob[len("ED25519-V3:"):] if blob.startswith("ED25519-V3:") else blob
