@@ -25,30 +25,24 @@ Helpers (standard library only; onionbalance itself is Debian's package):
 * ``until_steady`` / ``until_seen`` -- request the frontend address until every request succeeds
   again (from the backends still up) / until given backends served; what the failover figures are.
 
-CLI (molecule's balanced scenario and the demo; JSON on stdout)::
-
-    python tests/harness/onionbalance.py --privnet DIR until-steady --address A [--allowed host2,host3]
-    python tests/harness/onionbalance.py --privnet DIR until-seen --address A --names host1,host2
+From the command line: ``tests/harness/frontend_requests.py``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import http.server
-import json
 import os
 import re
 import shutil
 import socketserver
 import subprocess
-import sys
 import threading
 import time
 
-try:  # imported as harness.onionbalance (pytest) or run as a script
-    from . import privnet
-except ImportError:  # pragma: no cover
-    import privnet
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion as onionkeys
+
+from . import privnet
 
 ONIONBALANCE = shutil.which('onionbalance') or '/usr/sbin/onionbalance'
 VOTING_INTERVAL = 20  # what onionbalance --is-testnet assumes (chutney's)
@@ -83,7 +77,6 @@ def new_expanded_key():
 
 def write_frontend_key(path, expanded=None):
     """Write tor's hs_ed25519_secret_key format (0600); return the address (no .onion)."""
-    from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion as onionkeys
     expanded = expanded or new_expanded_key()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, 'wb') as f:
@@ -379,49 +372,3 @@ def until_seen(get, names, t0, deadline, forget=None, forget_every=15.0, sleep=t
             sleep(1)
     raise AssertionError('%s never served within %.0fs (pages %s)' % (sorted(set(names) - set(pages)), deadline, pages))
 
-
-def main(argv=None):
-    import argparse
-    p = argparse.ArgumentParser(description='Requests to a frontend address through privnet.py\'s client')
-    p.add_argument('--privnet', required=True, metavar='DIR', help='the directory of privnet.py start')
-    p.add_argument('--address', required=True)
-    p.add_argument('--deadline', type=float, default=240.0)
-    p.add_argument('--pattern', default=PAGE_NAME, help='regex whose group 1 names the backend in a page')
-    sub = p.add_subparsers(dest='cmd', required=True)
-    s = sub.add_parser('until-steady', help='until %d answers in a row come from --allowed (any backend if empty)'
-                       % 6)
-    s.add_argument('--allowed', default='')
-    s.add_argument('--steady', type=int, default=6)
-    s.add_argument('--count', type=int, default=0, help='then this many more requests, counted by backend')
-    s = sub.add_parser('until-seen', help='until every backend of --names served a page')
-    s.add_argument('--names', required=True)
-    args = p.parse_args(argv)
-    state = privnet.read_state(os.path.abspath(args.privnet))
-    if not state or state.get('status') not in ('ready', 'degraded'):
-        print('no ready privnet in %s' % args.privnet, file=sys.stderr)
-        return 2
-    front = Frontend(state['socks_port'], args.address, state['client']['control_port'],
-                     state['client']['cookie_path'], args.pattern)
-    t0 = time.monotonic()
-    try:
-        if args.cmd == 'until-steady':
-            allowed = {x for x in args.allowed.split(',') if x}
-            result = until_steady(front.get, allowed, t0, args.deadline, args.steady)
-            counted = {}
-            for _ in range(args.count):
-                name, why = front.get()
-                counted[name or 'failed'] = counted.get(name or 'failed', 0) + 1
-            if args.count:
-                result['counted'] = counted
-        else:
-            result = until_seen(front.get, [x for x in args.names.split(',') if x], t0, args.deadline, front.forget)
-    except AssertionError as e:
-        print(json.dumps({'failed': True, 'msg': str(e), 'seconds': round(time.monotonic() - t0, 1)}))
-        return 1
-    print(json.dumps(result))
-    return 0
-
-
-if __name__ == '__main__':
-    sys.path[:0] = [p for p in os.environ.get('ANSIBLE_COLLECTIONS_PATH', '').split(os.pathsep) if p]
-    sys.exit(main())
