@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 
 from ansible.module_utils.common.text.converters import to_text
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
@@ -48,7 +49,8 @@ class ActionModule(ActionBase):
         del tmp
         args = self._task.args
         problem = guard.non_anonymous_problem(args.get('options') or {}, args.get('config_lines') or [],
-                                              args.get('socks_port'), bool(args.get('non_anonymous_onion_services')))
+                                              args.get('socks_port'),
+                                              boolean(args.get('non_anonymous_onion_services', False), strict=False))
         if problem:
             result.update(failed=True, msg=problem)
             return result
@@ -65,8 +67,9 @@ class ActionModule(ActionBase):
 
     def _setup(self, args, task_vars):
         module_args = dict((k, args[k]) for k in _MODULE_ARGS if k in args)
-        install = module_args.get('install', True)
-        manage_service = module_args.get('service', True)
+        install = boolean(args.get('install', True), strict=False)
+        manage_service = boolean(args.get('service', True), strict=False)
+        enabled = boolean(args.get('service_enabled', True), strict=False)
         probe = self._run(MODULE, module_args, task_vars)
         facts = task_vars.get('ansible_facts') or {}
         family = facts.get('os_family') or probe.get('os_family')
@@ -89,9 +92,8 @@ class ActionModule(ActionBase):
         service = args.get('service_name', 'tor')
         state = args.get('service_state', 'started')
         if manage_service and not not_installed_yet:
-            enabled = args.get('service_enabled', True)
             as_asked = (probe.get('service_active') is (state == 'started')
-                        and probe.get('service_enabled') is bool(enabled))
+                        and probe.get('service_enabled') is enabled)
             if installed or not as_asked:
                 changed = self._run('ansible.builtin.service', {'name': service, 'state': state, 'enabled': enabled},
                                     task_vars, 'service')['changed'] or changed
@@ -108,7 +110,7 @@ class ActionModule(ActionBase):
                 'Check mode: %s is not installed yet; the real run installs it, writes %s after tor --verify-config '
                 'has accepted it, and sets the %s service %s%s.'
                 % (args.get('package_name', 'tor'), args.get('config_file', '/etc/tor/torrc'), service, state,
-                   ' and enabled' if args.get('service_enabled', True) else ''))
+                   ' and enabled' if enabled else ''))
         if torrc.get('backup_file'):
             messages.append('The previous %s is kept as %s'
                             % (args.get('config_file', '/etc/tor/torrc'), torrc['backup_file']))
@@ -146,7 +148,7 @@ class ActionModule(ActionBase):
         if family != 'Debian':
             raise _Failed({'failed': True, 'msg': 'The tor role installs tor on Debian, Ubuntu and the RedHat family; '
                                                   'this host is %s.' % (family or 'of an unknown family')})
-        if args.get('upstream_repository'):
+        if boolean(args.get('upstream_repository', False), strict=False):
             release = facts.get('distribution_release') or probe.get('distribution_release')
             self._run('ansible.builtin.get_url', {'url': args['upstream_repository_key_url'],
                                                   'dest': '/etc/apt/keyrings/torproject.asc', 'mode': '0644'},
