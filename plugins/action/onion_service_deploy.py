@@ -1,0 +1,304 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, onionlab.tor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin of onionlab.tor.onion_service_deploy: the onion_service role's work on one host
+in one task. The controller's part (checks of the play's variables, clients and their keys in
+the escrow, key generations and profiles, escrow reads and writes) is done here in Python; the
+host's part is one run of the module of the same name (module_utils/_onion_service_deploy.py).
+Keys never reach the result: the keys the host sends back are written to the escrow and dropped."""
+
+from __future__ import annotations
+
+import base64
+import errno
+import hashlib
+import os
+import re
+
+from ansible.errors import AnsibleError
+from ansible.module_utils.common.text.converters import to_native
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+
+from ansible_collections.onionlab.tor.plugins.filter.onion_authorized_clients import onion_authorized_clients
+from ansible_collections.onionlab.tor.plugins.filter.onion_clients import onion_clients
+from ansible_collections.onionlab.tor.plugins.filter.onion_service_generations import generations
+from ansible_collections.onionlab.tor.plugins.filter.onion_service_unknown_variables import (
+    onion_service_unknown_variables,
+)
+from ansible_collections.onionlab.tor.plugins.lookup.onion_client_key import get_or_create, read_key
+from ansible_collections.onionlab.tor.plugins.module_utils import _onion_service_deploy as deploy
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
+
+display = Display()
+
+MODULE = "onionlab.tor.onion_service_deploy"
+ROLE = "onion_service role"
+KEY_BLOB_RE = re.compile(r"ED25519-V3:[A-Za-z0-9+/=]+")
+BASE32_KEY_RE = re.compile(r"(?<![A-Za-z2-7])[A-Za-z2-7]{52}(?![A-Za-z2-7])")
+
+
+def redacted(message):
+    """A message with anything that looks like a key replaced (vault blobs, x25519 keys)."""
+    return BASE32_KEY_RE.sub("<redacted>", KEY_BLOB_RE.sub("ED25519-V3:<redacted>", to_native(message)))
+
+
+def combine(base, *others):
+    """ansible.builtin.combine(recursive=True): nested dicts merged key by key, the later winning."""
+    out = dict(base)
+    for other in others:
+        for key, value in other.items():
+            if isinstance(value, dict) and isinstance(out.get(key), dict):
+                out[key] = combine(out[key], value)
+            else:
+                out[key] = value
+    return out
+
+
+class Escrow(object):
+    """The controller's escrow of one host: DIR/HOST/SERVICE/... in 0700 directories, files 0600."""
+
+    def __init__(self, backup_dir, host):
+        self.root = backup_dir
+        self.host_dir = os.path.join(backup_dir, host)
+        self.changed = False
+
+    def path(self, name, *rest):
+        return os.path.join(self.host_dir, name, *rest)
+
+    def read(self, name, filename):
+        try:
+            with open(self.path(name, filename), "rb") as handle:
+                return handle.read(4096)
+        except (IOError, OSError) as exc:
+            if exc.errno == errno.ENOENT:
+                return None
+            raise
+
+    def directory(self, path):
+        try:
+            os.mkdir(path, 0o700)
+            self.changed = True
+        except OSError as exc:
+            if exc.errno != errno.EEXIST:
+                raise
+        if os.stat(path).st_mode & 0o7777 != 0o700:
+            os.chmod(path, 0o700)
+            self.changed = True
+
+    def write(self, name, filename, data):
+        """The file (0600), when its content or mode differs."""
+        for path in (self.root, self.host_dir, self.path(name)):
+            self.directory(path)
+        path = self.path(name, filename)
+        if self.read(name, filename) == data:
+            if os.stat(path).st_mode & 0o7777 != 0o600:
+                os.chmod(path, 0o600)
+                self.changed = True
+            return
+        tmp = path + ".onionlab-new"
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.chmod(tmp, 0o600)
+            os.rename(tmp, path)
+        except BaseException:
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
+            raise
+        self.changed = True
+
+
+class ActionModule(ActionBase):
+
+    TRANSFERS_FILES = False
+    _VALID_ARGS = frozenset(deploy.argument_spec())
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        del tmp
+        task_vars = task_vars or {}
+        dummy, args = self.validate_argument_spec(argument_spec=deploy.argument_spec(),
+                                                  mutually_exclusive=[("control_port", "control_socket")])
+        host = task_vars.get("inventory_hostname")
+        try:
+            result.update(self._deploy(args, host, task_vars))
+        except _Fail as exc:
+            result.update(failed=True, msg=exc.msg, changed=False)
+        except (AnsibleError, OSError, ValueError) as exc:
+            result.update(failed=True, msg="%s: %s on %s: %s" % (ROLE, type(exc).__name__, host, redacted(exc)))
+        return result
+
+    # -- the controller's part --------------------------------------------------------------------------------
+    def _deploy(self, args, host, task_vars):
+        unknown = onion_service_unknown_variables(
+            [name for name in task_vars if name.startswith("onion_servi")], args["known_variables"]) \
+            if args["known_variables"] else []
+        if unknown:
+            raise _Fail("%s: unknown variable(s) %s. The role reads only the variables of its argument spec "
+                        "(ansible-doc -t role onionlab.tor.onion_service); rename or remove them. Nothing was "
+                        "changed on %s." % (ROLE, ", ".join(u["text"] for u in unknown), host))
+        if not args["backup_dir"]:
+            raise _Fail("%s: backup_dir (onion_service_backup_dir) is required" % ROLE)
+        services = args["services"]
+        service_dir = os.path.normpath(args["service_dir"])
+        escrow = Escrow(args["backup_dir"], host)
+        try:
+            generation_list = generations(services)
+            authorized, key_files = self._clients(args, host, task_vars, services)
+        except _NeedAccess:
+            denied = self._access(args, task_vars)
+            if denied:
+                return dict(changed=False, denied=denied)
+            generation_list = generations(services)
+            authorized, key_files = self._clients(args, host, task_vars, services, create=True)
+        present = [g for g in generation_list if g.get("state", "present") == "present"]
+        absent = [{"path": os.path.join(service_dir, g["name"]), "purge": bool(g.get("purge", False))}
+                  for g in generation_list if g.get("state", "present") != "present"]
+        entries, keys = self._entries(args, service_dir, present, authorized)
+        paths = dict((g["name"], os.path.join(service_dir, g["name"])) for g in present)
+        escrowed = dict((g["name"], escrow.read(g["name"], deploy.KEY_FILE)) for g in present) \
+            if args["backup"] or args["restore"] else {}
+        module_args = dict(
+            (k, args[k]) for k in ("service_dir", "prune", "remove_all", "state_file", "restore", "config_file",
+                                   "pow", "pow_supported", "tor_binary", "control_port", "control_host",
+                                   "control_socket", "control_password", "cookie_path", "timeout")
+            if args[k] is not None)
+        module_args.update(entries=entries, absent=absent, keys=keys)
+        if args["restore"]:
+            module_args["escrow_keys"] = dict(
+                (paths[name], self._blob(escrow, name, data)) for name, data in escrowed.items()
+                if data is not None and name not in args["private_keys"])
+        check_mode = self._task.check_mode
+        if args["backup"] and not check_mode:
+            module_args["escrow_sums"] = dict((paths[name], deploy.file_sum(data) if data is not None else None)
+                                              for name, data in escrowed.items())
+        out = self._execute_module(module_name=MODULE, module_args=module_args, task_vars=task_vars)
+        updates = out.pop("escrow_updates", None) or {}
+        out.pop("invocation", None)
+        if out.get("denied"):
+            return dict(changed=False, denied=out["denied"])
+        if out.get("failed"):
+            raise _Fail(self._failure(out, host))
+        by_path = dict((s["path"], s) for s in out.get("services") or [])
+
+        def address(g):
+            return (by_path.get(paths[g["name"]]) or {}).get("onion_address")
+
+        facts = dict(
+            onion_service_addresses=dict((g["service"], address(g)) for g in present if g["generation"] == "current"),
+            onion_service_previous_addresses=dict((g["service"], address(g)) for g in present
+                                                  if g["generation"] == "previous"),
+            onion_service_directory_addresses=dict((g["name"], address(g)) for g in present),
+        )
+        if args["backup"] and not check_mode:
+            by_name = dict((v, k) for k, v in paths.items())
+            for path, data in sorted(updates.items()):
+                escrow.write(by_name[path], deploy.KEY_FILE, base64.b64decode(data))
+            for g in present:
+                escrow.directory(escrow.root)
+                escrow.directory(escrow.host_dir)
+                escrow.directory(escrow.path(g["name"]))
+            for name, value in sorted(facts["onion_service_directory_addresses"].items()):
+                if value:
+                    escrow.write(name, "hostname", (value + "\n").encode("ascii"))
+        if key_files:
+            display.display("%s on %s: the keys of authorized_clients given without a public key are kept in %s"
+                            % (ROLE, host, ", ".join(k["escrow"] for k in key_files)))
+        return dict(
+            changed=bool(out.get("changed")) or escrow.changed, ansible_facts=facts, denied=[],
+            restored=out.get("restored", []), pruned=out.get("orphans", []),
+            client_key_files=[k["escrow"] for k in key_files],
+            present=[dict((k, g.get(k)) for k in ("service", "name", "key", "generation", "ports", "previous_until"))
+                     for g in present],
+            **dict((k, out[k]) for k in ("diff", "warnings") if out.get(k)))
+
+    def _clients(self, args, host, task_vars, services, create=False):
+        """onion_services[].clients and authorized_clients without a public key -> {service: authorized_clients}
+        (public keys), and the escrow files of the latter. Raises _NeedAccess when a key must be made in
+        the escrow first (the host is checked before anything is written)."""
+        backup_dir, vault = args["backup_dir"], args["client_keys"]
+        groups = task_vars.get("groups") or {}
+        client_list = onion_clients({host: services}, backup_dir=backup_dir, inventory=groups.get("all", []))
+        needed = [c for c in client_list if c["needs_key"] and c["id"] not in vault]
+        key_files = onion_authorized_clients(services, server=host, backup_dir=backup_dir)
+        needed_auth = [k for k in key_files if k["id"] not in vault]
+        escrowed = {}
+        for item in needed + needed_auth:
+            key = read_key(item["escrow"])
+            if key is None:
+                if not create:
+                    raise _NeedAccess()
+                key = get_or_create(item["escrow"])
+            escrowed[item["id"]] = key
+        keys = dict(escrowed, **vault)
+        authorized = onion_clients({host: services}, backup_dir=backup_dir, private_keys=keys)
+        if key_files:
+            authorized.update(onion_authorized_clients(services, server=host, backup_dir=backup_dir,
+                                                       private_keys=keys))
+        return authorized, key_files
+
+    def _access(self, args, task_vars):
+        """Whether this user may write where the role writes (one run of the module that does nothing else)."""
+        out = self._execute_module(module_name=MODULE, task_vars=task_vars, module_args=dict(
+            service_dir=args["service_dir"], config_file=args["config_file"], access_only=True))
+        if out.get("failed"):
+            raise _Fail("%s: %s" % (ROLE, redacted(out.get("msg", "(no message)"))))
+        return out.get("denied") or []
+
+    def _entries(self, args, service_dir, present, authorized):
+        """The module's entry of each present generation (the profile deep-merged under its options), and
+        the vault keys by directory."""
+        entries, keys = [], {}
+        for g in present:
+            path = os.path.join(service_dir, g["name"])
+            entry = combine(args["defaults"], {"path": path, "ports": g.get("ports") or []}, g.get("options") or {})
+            if g.get("authorized_clients") is not None:
+                entry["authorized_clients"] = g["authorized_clients"]
+            service = g.get("service", g["name"])
+            if service in authorized:
+                entry["authorized_clients"] = authorized[service]
+            if g["name"] in args["private_keys"]:
+                keys[path] = args["private_keys"][g["name"]]
+            entries.append(entry)
+        return entries, keys
+
+    @staticmethod
+    def _blob(escrow, name, data):
+        header = onion.SECRET_HEADER
+        if len(data) != len(header) + 64 or not data.startswith(header):
+            raise _Fail("%s: the escrowed key %s is not a tor ed25519 secret key file"
+                        % (ROLE, escrow.path(name, deploy.KEY_FILE)))
+        return onion.key_blob(data[len(header):])
+
+    @staticmethod
+    def _failure(out, host):
+        stage, message = out.get("stage"), redacted(out.get("msg", "(no message)"))
+        if stage == "empty":
+            return ("%s: onion_services is empty on %s, so this run would remove every service this role made there "
+                    "from tor: %s. If that is meant, set onion_service_remove_all: true (keys are kept); otherwise "
+                    "check the variable's name (onion_services) and where it is defined for this host. Nothing was "
+                    "changed." % (ROLE, host, ", ".join(out.get("orphans") or [])))
+        if stage == "refused":
+            return ("%s: the services of %s were refused before anything was written on the host: %s"
+                    % (ROLE, host, message))
+        if stage != "apply":
+            return "%s: onion_service_deploy failed on %s: %s" % (ROLE, host, message)
+        restored = [os.path.basename(p) for p in out.get("restored") or []]
+        return ("%s: tor_hidden_service failed on %s: %s%s" % (
+            ROLE, host, message,
+            (" Written on the host before this failure (kept, the escrow still holds each key): the keys of %s "
+             "restored from escrow." % ", ".join(restored)) if restored else ""))
+
+
+class _Fail(Exception):
+    def __init__(self, msg):
+        super(_Fail, self).__init__(msg)
+        self.msg = msg
+
+
+class _NeedAccess(Exception):
+    """A client key must be made in the escrow: the host's access is checked first."""

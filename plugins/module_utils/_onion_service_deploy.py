@@ -1,0 +1,267 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, onionlab.tor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The host side of the onion_service role (module onion_service_deploy, called by its action
+plugin): in one run on the host, the access check, the role's record (pruning), the services
+marked absent and the pruned ones, the atomic change of the listed services (escrowed keys
+installed only where a directory holds none), the record written back, and the keys the
+controller's escrow lacks.
+
+This is a private module_utils file of onionlab.tor; its API may change at any time.
+
+The argument spec is shared with the action plugin (plugins/action/onion_service_deploy.py),
+which validates the role's arguments with it on the controller and sends the host its part.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import re
+
+from ansible_collections.onionlab.tor.plugins.module_utils._common import control_argument_spec, error_message
+from ansible_collections.onionlab.tor.plugins.module_utils._hidden_service_args import SERVICE_OPTIONS
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_manager as sm
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import TorError
+
+KEY_FILE = "hs_ed25519_secret_key"
+
+
+def argument_spec():
+    """Every option of onion_service_deploy: the role's variables (read by the action plugin on the
+    controller) and the host's part that the action plugin fills in (entries, absent, keys, ...)."""
+    return control_argument_spec(
+        # the role's variables
+        services=dict(type="list", elements="dict", default=[]),
+        service_dir=dict(type="path", default="/var/lib/tor"),
+        tor_user=dict(type="str", default="debian-tor"),
+        prune=dict(type="bool", default=True),
+        remove_all=dict(type="bool", default=False),
+        state_file=dict(type="path"),
+        backup=dict(type="bool", default=True),
+        backup_dir=dict(type="path"),
+        restore=dict(type="bool", default=True),
+        private_keys=dict(type="dict", default={}, no_log=True),
+        client_keys=dict(type="dict", default={}, no_log=True),
+        config_file=dict(type="path", default="/etc/tor/torrc.d/onionlab_hidden_services.conf"),
+        defaults=dict(type="dict", default={}),
+        pow=dict(type="bool", default=True),
+        pow_supported=dict(type="bool"),
+        tor_binary=dict(type="str", default="tor"),
+        known_variables=dict(type="list", elements="str", default=[]),
+        # the host's part, filled in by the action plugin
+        entries=dict(type="list", elements="dict", default=[]),
+        absent=dict(type="list", elements="dict", default=[],
+                    options=dict(path=dict(type="path", required=True), purge=dict(type="bool", default=False))),
+        keys=dict(type="dict", default={}, no_log=True),
+        escrow_keys=dict(type="dict", default={}, no_log=True),
+        escrow_sums=dict(type="dict", no_log=True),
+        access_only=dict(type="bool", default=False),
+    )
+
+
+# -- before anything is read: may this user write where the role writes -------------------------------------
+def denied(paths):
+    """The paths (each, or its nearest existing parent) this user cannot write, in order, once each."""
+    out = []
+    for path in paths:
+        while not os.path.exists(path) and path != os.path.dirname(path):
+            path = os.path.dirname(path)
+        if not (os.access(path, os.W_OK) and os.access(path, os.X_OK)) and path not in out:
+            out.append(path)
+    return out
+
+
+# -- the role's record of the services it made -------------------------------------------------------------
+def read_owned(state_file):
+    """The service directories in the record ([] when there is none yet)."""
+    try:
+        with open(state_file) as handle:
+            data = json.load(handle)
+    except FileNotFoundError:
+        return []
+    except ValueError:
+        raise sm.ServiceError("the role's record %s is not JSON; remove it (the next run records the listed "
+                              "services and prunes nothing)" % state_file)
+    services = data.get("services", []) if isinstance(data, dict) else []
+    return [str(s) for s in services or []]
+
+
+def record_text(paths):
+    """The record as the role always wrote it (to_nice_json and a newline)."""
+    return json.dumps({"services": paths}, indent=4, sort_keys=True, separators=(",", ": "), ensure_ascii=False) + "\n"
+
+
+def write_record(state_file, text):
+    """Write the record (0600) when its content or mode differs; True when it did."""
+    try:
+        with open(state_file) as handle:
+            same = handle.read() == text
+        mode_ok = (os.stat(state_file).st_mode & 0o7777) == 0o600
+    except FileNotFoundError:
+        same, mode_ok = False, False
+    if same and mode_ok:
+        return False
+    if same:
+        os.chmod(state_file, 0o600)
+        return True
+    hs.write_secret(state_file, text.encode("utf-8"), state_file + ".onionlab-new")
+    return True
+
+
+# -- proof of work by default, where this tor can do it -----------------------------------------------------
+def pow_supported(told, tor_binary, run):
+    """told (the role's onion_service_pow_supported) unless None; else whether `tor --list-modules`
+    of tor_binary says 'pow: yes' (no tor, an old tor or a failure: no)."""
+    if told is not None:
+        return bool(told)
+    try:
+        text = run([tor_binary, "--list-modules"])
+    except (OSError, ValueError):
+        return False
+    return re.search(r"(?m)^pow: yes$", text or "") is not None
+
+
+def with_pow_default(entries):
+    """Each entry with pow.enabled=true unless it says otherwise (the role's profile, deep-merged under
+    onion_service_defaults and the service's options)."""
+    out = []
+    for entry in entries:
+        pow_options = dict(entry.get("pow") or {})
+        if pow_options.get("enabled") is None:
+            pow_options["enabled"] = True
+        out.append(dict(entry, pow=pow_options))
+    return out
+
+
+# -- keys ---------------------------------------------------------------------------------------------------
+def host_key(path):
+    """The raw bytes of a service directory's secret key file, or None."""
+    try:
+        with open(os.path.join(path, KEY_FILE), "rb") as handle:
+            return handle.read(4096)
+    except FileNotFoundError:
+        return None
+
+
+def file_sum(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def escrow_updates(paths, sums):
+    """{path: base64 of the key file} of each host key that the escrow lacks or holds differently."""
+    out = {}
+    for path in paths:
+        data = host_key(path)
+        if data is not None and file_sum(data) != sums.get(path):
+            out[path] = base64.b64encode(data).decode("ascii")
+    return out
+
+
+def restorable(escrow_keys, vault_paths):
+    """{path: expanded key} of the escrowed keys for directories that hold no key (never over one)."""
+    out = {}
+    for path, blob in escrow_keys.items():
+        if path in vault_paths or os.path.lexists(os.path.join(path, KEY_FILE)):
+            continue
+        out[path] = onion.parse_key_blob(blob)
+    return out
+
+
+def _clients(entry):
+    clients = entry.get("authorized_clients")
+    if clients is None:
+        return None
+    return [{"name": c["name"], "public_key": c.get("public_key")} for c in clients]
+
+
+def _normalized(entries):
+    """The module's canonical services and their authorized clients, checked before anything is written."""
+    desired, clients = [], {}
+    for entry in entries:
+        service = hs.normalize_service(dict((k, entry.get(k)) for k in list(SERVICE_OPTIONS) + ["path"]))
+        if not service["ports"]:
+            raise sm.ServiceError("the service %s needs at least one entry in ports" % service["path"])
+        desired.append(service)
+        if _clients(entry) is not None:
+            clients[service["path"]] = _clients(entry)
+    return desired, clients
+
+
+def deploy(p, manager_for, check_mode, diff, run):
+    """The host's part of the role, in the order the role always took (a failure says what was written).
+
+    p: the module's parameters; manager_for(check_mode) -> a service_manager.PersistentManager;
+    run(argv) -> standard output (tor --list-modules). Raises Refused before anything is written,
+    ApplyFailed after; returns the result (changed, services, diff, restored, escrow_updates, ...)."""
+    entries = p["entries"]
+    if p["pow"] and entries and pow_supported(p["pow_supported"], p["tor_binary"], run):
+        entries = [e if e.get("onionbalance_frontend") else with_pow_default([e])[0] for e in entries]
+    present = [e["path"] for e in entries]
+    absent = [(os.path.normpath(a["path"]), a["purge"]) for a in p["absent"]]
+    listed = present + [a for a, _purge in absent]
+    owned = read_owned(p["state_file"]) if p["state_file"] else []
+    orphans = [o for o in owned if o not in listed] if p["prune"] else []
+    if p["prune"] and not listed and orphans and not p["remove_all"]:
+        raise Refused("empty", "onion_services is empty", orphans=orphans)
+    try:
+        vault = dict((path, onion.parse_key_blob(blob)) for path, blob in p["keys"].items())
+        escrowed = restorable(p["escrow_keys"], vault) if p["restore"] else {}
+        keys = dict(vault, **escrowed)
+        desired, clients = _normalized(entries)
+        if desired:   # every entry, checked by tor's rules, before anything is written
+            manager_for(True).apply(desired, clients=clients, keys=keys)
+    except (TorError, ValueError, OSError) as exc:
+        raise Refused("refused", error_message(exc))
+    result = {"changed": False, "services": [], "diff": [], "restored": sorted(escrowed), "orphans": orphans,
+              "purged": [], "escrow_updates": {}}
+    manager = manager_for(check_mode)
+    steps = []
+    for purge in (True, False):
+        gone = [a for a, flag in absent if flag == purge] + ([] if purge else orphans)
+        if gone:
+            steps.append(dict(desired=[], absent=gone, purge=purge))
+    if desired:
+        steps.append(dict(desired=desired, clients=clients, keys=keys))
+    for step in steps:
+        try:
+            out = manager.apply(**step)
+        except (TorError, OSError) as exc:
+            raise ApplyFailed(error_message(exc), result["restored"] if step.get("keys") is not None else [])
+        result["changed"] = result["changed"] or out["changed"]
+        result["purged"].extend(out.get("purged") or [])
+        if diff and out.get("diff"):
+            result["diff"].append(out["diff"])
+        if step.get("keys") is not None:
+            result["services"] = out["services"]
+    result["warnings"] = list(manager.warnings)
+    if check_mode:
+        return result
+    removed = set([a for a, _purge in absent] + orphans)
+    record = sorted(set(o for o in owned + present if o not in removed))
+    if p["state_file"] and write_record(p["state_file"], record_text(record)):
+        result["changed"] = True
+    if p["escrow_sums"] is not None:
+        result["escrow_updates"] = escrow_updates(present, p["escrow_sums"])
+    return result
+
+
+class Refused(Exception):
+    """The run stopped before anything was written: stage ('empty', 'refused') and details."""
+
+    def __init__(self, stage, message, **details):
+        super(Refused, self).__init__(message)
+        self.stage = stage
+        self.details = details
+
+
+class ApplyFailed(Exception):
+    """The change failed after the checks: what was restored from escrow before it."""
+
+    def __init__(self, message, restored):
+        super(ApplyFailed, self).__init__(message)
+        self.restored = restored
