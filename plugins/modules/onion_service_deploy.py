@@ -10,7 +10,7 @@ module: onion_service_deploy
 short_description: The onion_service role's work on one host, in one task
 version_added: 0.2.0
 description:
-  - What the P(onionlab.tor.onion_service#role) role does on a host, as one task with an action plugin: it is
+  - What the P(onionlab.tor.onion_service#role) role does on a host, as one task with an action plugin. It is
     meant to be called by that role (its options are the role's variables without the C(onion_service_) prefix);
     use the role.
   - "On the controller: play variables that look like the role's but are not (O(known_variables)), the clients
