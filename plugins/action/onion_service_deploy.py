@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import errno
-import hashlib
 import os
 import re
 
@@ -76,6 +75,9 @@ class Escrow(object):
             raise
 
     def directory(self, path):
+        parent = os.path.dirname(path)
+        if parent != path and not os.path.isdir(parent):   # as ansible.builtin.file makes them: 0700
+            self.directory(parent)
         try:
             os.mkdir(path, 0o700)
             self.changed = True
@@ -176,7 +178,7 @@ class ActionModule(ActionBase):
         if args["backup"] and not check_mode:
             module_args["escrow_sums"] = dict((paths[name], deploy.file_sum(data) if data is not None else None)
                                               for name, data in escrowed.items())
-        out = self._execute_module(module_name=MODULE, module_args=module_args, task_vars=task_vars)
+        out = self._run_module(module_args, task_vars)
         updates = out.pop("escrow_updates", None) or {}
         out.pop("invocation", None)
         if out.get("denied"):
@@ -241,6 +243,16 @@ class ActionModule(ActionBase):
                                                        private_keys=keys))
         return authorized, key_files
 
+    def _run_module(self, module_args, task_vars):
+        """One run of the module on the host. Its arguments (escrowed keys) and its output (keys for the escrow)
+        hold secrets: the connection is told no_log, so that -vvv prints neither (ssh prints a command's output)."""
+        no_log = self._play_context.no_log
+        self._play_context.no_log = True
+        try:
+            return self._execute_module(module_name=MODULE, module_args=module_args, task_vars=task_vars)
+        finally:
+            self._play_context.no_log = no_log
+
     def _access(self, args, task_vars):
         """Whether this user may write where the role writes (one run of the module that does nothing else)."""
         out = self._execute_module(module_name=MODULE, task_vars=task_vars, module_args=dict(
@@ -256,6 +268,8 @@ class ActionModule(ActionBase):
         for g in present:
             path = os.path.join(service_dir, g["name"])
             entry = combine(args["defaults"], {"path": path, "ports": g.get("ports") or []}, g.get("options") or {})
+            if g.get("onionbalance_frontend"):   # an Onionbalance backend instance (the role's PoW default left out)
+                entry["onionbalance_frontend"] = g["onionbalance_frontend"]
             if g.get("authorized_clients") is not None:
                 entry["authorized_clients"] = g["authorized_clients"]
             service = g.get("service", g["name"])
