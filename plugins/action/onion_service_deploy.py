@@ -214,7 +214,8 @@ class ActionModule(ActionBase):
             changed=bool(out.get("changed")) or escrow.changed, ansible_facts=facts, denied=[],
             restored=out.get("restored", []), pruned=out.get("orphans", []),
             client_key_files=[k["escrow"] for k in key_files],
-            present=[dict((k, g.get(k)) for k in ("service", "name", "key", "generation", "ports", "previous_until"))
+            present=[dict((k, g.get(k)) for k in ("service", "name", "key", "generation", "ports", "previous_until",
+                                                    "onionbalance_frontend"))
                      for g in present],
             **dict((k, out[k]) for k in ("diff", "warnings") if out.get(k)))
 

@@ -1,0 +1,100 @@
+# Copyright (c) 2026, onionlab.tor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The host side of onion_service_deploy (module_utils/_onion_service_deploy.py) and its action
+plugin's pure helpers: the access check, the role's record as the role always wrote it, the
+PoW default, escrowed keys only where a directory holds none, the keys sent back."""
+
+import base64
+import hashlib
+import json
+import os
+import stat
+
+from ansible_collections.onionlab.tor.plugins.action.onion_service_deploy import combine, redacted
+from ansible_collections.onionlab.tor.plugins.module_utils import _onion_service_deploy as deploy
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
+
+
+def _expanded():
+    h = bytearray(hashlib.sha512(os.urandom(32)).digest())
+    h[0] &= 248
+    h[31] &= 127
+    h[31] |= 64
+    return bytes(h)
+
+
+def test_denied_walks_up_to_the_nearest_existing_parent(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    try:
+        assert deploy.denied([str(tmp_path / "a" / "b")]) == []
+        if os.geteuid() != 0:      # root may write anything
+            assert deploy.denied([str(locked / "x" / "y"), str(locked)]) == [str(locked)]
+    finally:
+        locked.chmod(0o700)
+
+
+def test_record_reads_and_writes_the_roles_format(tmp_path):
+    record = tmp_path / ".record.json"
+    assert deploy.read_owned(str(record)) == []
+    text = deploy.record_text(["/var/lib/tor/b", "/var/lib/tor/web"])
+    assert text == json.dumps({"services": ["/var/lib/tor/b", "/var/lib/tor/web"]}, indent=4) + "\n"
+    assert deploy.write_record(str(record), text) is True
+    assert stat.S_IMODE(record.stat().st_mode) == 0o600
+    assert deploy.write_record(str(record), text) is False          # unchanged: not written again
+    record.chmod(0o644)
+    assert deploy.write_record(str(record), text) is True and stat.S_IMODE(record.stat().st_mode) == 0o600
+    assert deploy.read_owned(str(record)) == ["/var/lib/tor/b", "/var/lib/tor/web"]
+    record.write_text("not json")
+    try:
+        deploy.read_owned(str(record))
+    except deploy.sm.ServiceError as exc:
+        assert "is not JSON" in str(exc)
+    else:
+        raise AssertionError("a broken record was read")
+
+
+def test_pow_default_only_where_not_said_and_where_tor_can():
+    entries = [{"path": "/a"}, {"path": "/b", "pow": {"enabled": False}}, {"path": "/c", "pow": {"queue_rate": 5}}]
+    assert [e["pow"] for e in deploy.with_pow_default(entries)] == [
+        {"enabled": True}, {"enabled": False}, {"enabled": True, "queue_rate": 5}]
+    assert deploy.pow_supported(True, "tor", None) is True
+    assert deploy.pow_supported(None, "tor", lambda argv: "relay: yes\npow: yes\n") is True
+    assert deploy.pow_supported(None, "tor", lambda argv: "pow: no\n") is False
+
+    def missing(argv):
+        raise OSError(2, "No such file or directory")
+    assert deploy.pow_supported(None, "/no/such/tor", missing) is False
+
+
+def test_escrowed_key_only_where_a_directory_holds_none(tmp_path):
+    empty, holding = tmp_path / "empty", tmp_path / "holding"
+    empty.mkdir()
+    holding.mkdir()
+    (holding / deploy.KEY_FILE).write_bytes(onion.SECRET_HEADER + _expanded())
+    key = _expanded()
+    blob = onion.key_blob(key)
+    out = deploy.restorable({str(empty): blob, str(holding): blob, str(tmp_path / "vault"): blob},
+                            {str(tmp_path / "vault"): b"x"})
+    assert out == {str(empty): key}
+
+
+def test_keys_sent_back_only_when_the_escrow_lacks_or_differs(tmp_path):
+    same, other, none = tmp_path / "same", tmp_path / "other", tmp_path / "none"
+    for d in (same, other, none):
+        d.mkdir()
+    data = onion.SECRET_HEADER + _expanded()
+    (same / deploy.KEY_FILE).write_bytes(data)
+    (other / deploy.KEY_FILE).write_bytes(data)
+    sums = {str(same): deploy.file_sum(data), str(other): "0" * 64}
+    out = deploy.escrow_updates([str(same), str(other), str(none)], sums)
+    assert out == {str(other): base64.b64encode(data).decode("ascii")}
+
+
+def test_action_helpers_merge_like_combine_and_redact_keys():
+    assert combine({"pow": {"enabled": True}, "max_streams": 3}, {"pow": {"queue_rate": 4}}, {"max_streams": 5}) == \
+        {"pow": {"enabled": True, "queue_rate": 4}, "max_streams": 5}
+    blob = onion.key_blob(_expanded())
+    client = onion.generate_client_keypair()[0]
+    text = redacted("refused %s and %s" % (blob, client))
+    assert blob.split(":")[1] not in text and client not in text and "<redacted>" in text
