@@ -33,6 +33,8 @@ display = Display()
 
 MODULE = "onionlab.tor.onion_service_deploy"
 ROLE = "onion_service role"
+# what the role's summary template reads of each key generation served
+SUMMARY_FIELDS = ("service", "name", "key", "generation", "ports", "previous_until", "onionbalance_frontend")
 KEY_BLOB_RE = re.compile(r"ED25519-V3:[A-Za-z0-9+/=]+")
 BASE32_KEY_RE = re.compile(r"(?<![A-Za-z2-7])[A-Za-z2-7]{52}(?![A-Za-z2-7])")
 
@@ -214,9 +216,7 @@ class ActionModule(ActionBase):
             changed=bool(out.get("changed")) or escrow.changed, ansible_facts=facts, denied=[],
             restored=out.get("restored", []), pruned=out.get("orphans", []),
             client_key_files=[k["escrow"] for k in key_files],
-            present=[dict((k, g.get(k)) for k in ("service", "name", "key", "generation", "ports", "previous_until",
-                                                    "onionbalance_frontend"))
-                     for g in present],
+            present=[dict((k, g.get(k)) for k in SUMMARY_FIELDS) for g in present],
             **dict((k, out[k]) for k in ("diff", "warnings") if out.get(k)))
 
     def _clients(self, args, host, task_vars, services, create=False):
