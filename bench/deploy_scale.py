@@ -314,7 +314,7 @@ def machine(root):
     version = subprocess.run([str(BIN / "ansible-playbook"), "--version"], stdout=subprocess.PIPE,
                              universal_newlines=True, env=ENV).stdout.splitlines()[0]
     commit = subprocess.run(["git", "-C", str(root), "log", "-1", "--format=%h %s"], stdout=subprocess.PIPE,
-                            universal_newlines=True).stdout.strip()[:90]
+                            stderr=subprocess.DEVNULL, universal_newlines=True).stdout.strip()[:90] or str(root)
     return ("%s UTC; %s, %d cores (%s), %.0f GiB; %s; Python %s; collection at %s" % (
         datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"), platform.node(), os.cpu_count(),
         model or platform.machine(), mem, version, platform.python_version(), commit))
