@@ -3,11 +3,14 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """./run demo: the collection's main job, end to end, on this machine only.
 
-A private Tor network on 127.0.0.1 (3 authorities, 3 relays, a client) and three throwaway
+A private Tor network on 127.0.0.1 (3 authorities, 3 relays, a client) and four throwaway
 hosts (systemd-nspawn containers, tests/harness/hosts.py) whose tors join it; the example site
 playbook demo/site.yml (roles onionlab.tor.tor and onionlab.tor.onion_service) run on them; a
 table host -> service -> onion address; a page fetched through every onion over Tor from the
-controller (demo/probe.yml: onionlab.tor.tor_onion_probe); a second run that changes nothing;
+controller (demo/probe.yml: onionlab.tor.tor_onion_probe); beside the per-host addresses one
+balanced address: Onionbalance on host4 (demo/balanced_key.yml, demo/balanced.yml; the role
+onionlab.tor.onionbalance) in front of the "balanced" service of host1-host3, answering with their
+pages, and still answering once tor on host1 is stopped; a second run that changes nothing;
 everything stopped and removed again.
 
     ./run demo            the above (needs root: containers)
@@ -59,6 +62,13 @@ def messages(output):
     return [line.split('"msg": ', 1)[1].strip().strip('"') for line in output.splitlines() if '"msg": ' in line]
 
 
+def balanced_requests(privnet, address, *args):
+    """tests/harness/frontend_requests.py: requests to the balanced address through the client tor (JSON)."""
+    proc, took = run([PY, ROOT / "tests/harness/frontend_requests.py", "--privnet", privnet, "--address", address]
+                     + list(args))
+    return json.loads(proc.stdout), took
+
+
 def full():
     total = time.monotonic()
     base = Path(tempfile.mkdtemp(prefix="onionlab-demo-"))
@@ -67,26 +77,32 @@ def full():
     playbook = [BIN / "ansible-playbook", "-i", inventory]
     try:
         step("private Tor network on 127.0.0.1 (3 authorities, 3 relays, a client)")
-        _, took = run([PY, ROOT / "tests/harness/privnet.py", "start", "--dir", privnet])
+        # votes every 20 s: the round Onionbalance's --is-testnet assumes (tests/harness/onionbalance.py)
+        _, took = run([PY, ROOT / "tests/harness/privnet.py", "start", "--dir", privnet, "--voting-interval", "20"])
         print("   ready in %.1f s" % took)
-        step("three hosts (systemd-nspawn), their tors joining that network")
-        _, took = run([PY, ROOT / "tests/harness/hosts.py", "up", "--dir", bed, "-n", "3", "--privnet", privnet,
-                       "--inventory-out", inventory])
-        print("   up in %.1f s (the base system is cached in ~/.cache/onionlab after the first run)" % took)
-        _, took = run(playbook + [ROOT / "demo/backends.yml"] + extra)
-        print("   a small web server behind each service on each host (%.1f s)" % took)
+        step("four hosts (systemd-nspawn), their tors joining that network; Debian's onionbalance installable")
+        _, took = run([PY, ROOT / "tests/harness/hosts.py", "up", "--dir", bed, "-n", "4", "--privnet", privnet,
+                       "--inventory-out", inventory, "--apt-packages", "onionbalance"])
+        print("   up in %.1f s (the base system and the onionbalance packages are cached in ~/.cache/onionlab "
+              "after the first run)" % took)
+        _, took = run(playbook + [ROOT / "demo/balanced_key.yml", ROOT / "demo/backends.yml"] + extra)
+        print("   the balanced address's key made on host4 and escrowed first (demo/balanced_key.yml), a small web "
+              "server behind each service on each host (demo/backends.yml): %.1f s" % took)
 
-        step("first run of demo/site.yml (roles onionlab.tor.tor and onionlab.tor.onion_service)")
-        proc, first = run(playbook + [ROOT / "demo/site.yml"] + extra)
+        step("first run of demo/site.yml (roles onionlab.tor.tor and onionlab.tor.onion_service), then "
+             "demo/balanced.yml (Onionbalance on host4 in front of the balanced service of host1-host3)")
+        proc, first = run(playbook + [ROOT / "demo/site.yml", ROOT / "demo/balanced.yml"] + extra)
         print("\n".join("   " + line for line in recap(proc.stdout)))
         print("   %.1f s" % first)
 
         step("host -> service -> onion address (%s)" % (base / "onion-services.yml"))
         import yaml
         summary = yaml.safe_load((base / "onion-services.yml").read_text()) or []
-        print("   %-6s %-6s %-62s %s" % ("host", "service", "onion address", "ports"))
+        print("   %-6s %-8s %-62s %s" % ("host", "service", "onion address", "ports"))
         for entry in summary:
-            print("   %-6s %-6s %-62s %s" % (entry["host"], entry["service"], entry["onion_address"], entry["ports"]))
+            print("   %-6s %-8s %-62s %s" % (entry["host"], entry["service"], entry["onion_address"], entry["ports"]))
+        frontend = (base / "onion-keys/onionbalance/frontend/hostname").read_text().strip()
+        print("   %-6s %-8s %-62s %s" % ("host4", "frontend", frontend, "[80] -> balanced of host1, host2, host3"))
 
         step("a page through every onion, over Tor, from this machine's client tor (demo/probe.yml)")
         socks_port = json.loads((privnet / "state.json").read_text())["socks_port"]
@@ -96,15 +112,28 @@ def full():
         print("   (onionlab.tor.tor_onion_probe, wait: true, through SocksPort 127.0.0.1:%d; %.1f s with Ansible)"
               % (socks_port, took))
 
-        step("second run of demo/site.yml: nothing to change")
-        proc, second = run(playbook + [ROOT / "demo/site.yml"] + extra)
+        step("the balanced address %s, 6 answers in a row, then 9 requests (a new circuit each)" % frontend)
+        result, took = balanced_requests(privnet, frontend, "until-steady", "--count", "9")
+        print("   answering %.1f s after the first request; the 9 answered by %s (%.1f s)"
+              % (result["seconds"], ", ".join("%s %d" % kv for kv in sorted(result["counted"].items())), took))
+
+        step("second run of demo/site.yml and demo/balanced.yml: nothing to change")
+        proc, second = run(playbook + [ROOT / "demo/site.yml", ROOT / "demo/balanced.yml"] + extra)
         lines = recap(proc.stdout)
         print("\n".join("   " + line for line in lines))
         print("   %.1f s" % second)
-        if not lines or any("changed=0" not in line for line in lines):
+        if len(lines) != 4 or any("changed=0" not in line for line in lines):
             raise SystemExit("!! the second run changed something")
         keys = sorted(str(p.relative_to(base)) for p in (base / "onion-keys").rglob("hs_ed25519_secret_key"))
         step("keys escrowed on the controller (0600 in 0700 directories): %s" % ", ".join(keys))
+
+        step("failover: tor on host1 stopped; the balanced address keeps answering (from host2 and host3)")
+        run([BIN / "ansible", "-i", inventory, "host1", "-m", "ansible.builtin.systemd_service",
+             "-a", "name=tor@default state=stopped"])
+        result, took = balanced_requests(privnet, frontend, "until-steady", "--allowed", "host2,host3")
+        print("   every request succeeds again %.1f s after the stop (%d failed requests, slowest %.1f s; answers %s)"
+              % (result["seconds"], result["failures"], result["slowest"],
+                 ", ".join("%s %d" % kv for kv in sorted(result["pages"].items()))))
     finally:
         step("cleaning up")
         run([PY, ROOT / "tests/harness/hosts.py", "down", "--dir", bed], check=False)
