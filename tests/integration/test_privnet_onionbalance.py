@@ -206,12 +206,42 @@ def test_role_checks(balanced, tmp_path):
     run = _role(_role_vars(st, tmp_path / 'h8', onionbalance_control_port=None,
                            onionbalance_control_socket=str(tmp_path / 'none')), tmp_path)
     _fails_with(run, 'onionbalance: tor\'s control socket %s does not exist' % (tmp_path / 'none'))
-    # a backend host whose address comes from its escrowed hostname: accepted, written into config.yaml
+    # a backend host whose address comes from its escrowed hostname, its service naming this frontend (the
+    # harness's key, given as from a vault): accepted, written into config.yaml
     add['ansible.builtin.add_host']['onion_services'][0].pop('options')
-    run = _role(_role_vars(st, tmp_path / 'h9', onionbalance_backends=['web1'], onionbalance_backend_service='www'),
-                tmp_path, pre_tasks=[add])
+    add['ansible.builtin.add_host']['onion_services'][0]['onionbalance_frontend'] = st['frontend']
+    with open(st['key'], 'rb') as f:
+        blob = 'ED25519-V3:' + base64.b64encode(f.read()[-64:]).decode()
+    run = _role(_role_vars(st, tmp_path / 'h9', onionbalance_backends=['web1'], onionbalance_backend_service='www',
+                           onionbalance_private_key=blob), tmp_path, pre_tasks=[add])
     assert run.rc == 0, run.stdout[-3000:]
     assert 'address: %s\n' % addresses[0].replace('.onion', '') in (tmp_path / 'h9' / 'etc' / 'config.yaml').read_text()
+    # a backend host (here the frontend's own host, localhost) whose service is not made a backend of this
+    # frontend (onionbalance_frontend missing, or naming another address): refused, naming the fix
+    front = (tmp_path / 'escrow' / 'onionbalance' / 'frontend' / 'hostname').read_text().strip()   # h9's key
+    assert front == st['frontend']
+    mine = tmp_path / 'escrow' / 'localhost' / 'www'
+    mine.mkdir(parents=True)
+    (mine / 'hostname').write_text(addresses[1] + '\n')
+    for n, (frontend, text) in enumerate([
+            (None, "onionbalance: backend host localhost's service www has no onionbalance_frontend in its "
+                   "onion_services entry, so its tor runs it without HiddenServiceOnionbalanceInstance 1 and an "
+                   "ob_config naming %s, and refuses every client that the frontend address sends to it. Fix: "
+                   "set onionbalance_frontend: %s on the entry www of onion_services for localhost" % (front, front)),
+            (addresses[2], "onionbalance: backend host localhost's service www names another frontend, %s, in its "
+                           "onion_services entry" % addresses[2]),
+            (front.replace('.onion', ''), None)]):
+        entry = {'name': 'www', 'ports': [80]}
+        if frontend:
+            entry['onionbalance_frontend'] = frontend
+        run = _role(_role_vars(st, tmp_path / ('h11-%d' % n), onionbalance_backends=['localhost'],
+                               onionbalance_backend_service='www'), tmp_path,
+                    pre_tasks=[{'ansible.builtin.set_fact': {'onion_services': [entry]}}])
+        if text:   # ansible wraps the error line: compare with whitespace collapsed
+            assert run.rc != 0, run.stdout[-2000:]
+            assert ' '.join(text.split()) in ' '.join(run.stdout.split()), run.stdout[-3000:]
+        else:
+            assert run.rc == 0, run.stdout[-3000:]
     # a host whose key is not the escrowed one: refused, its key left as it was
     other_dir = tmp_path / 'h10' / 'etc' / 'private_keys'
     other_dir.mkdir(parents=True, mode=0o700)
