@@ -314,15 +314,21 @@ def probe(proxy, targets, deadline=0.0, delay=1.0):
 
     def run(index):
         target = targets[index]
-        attempts, outcome = 0, None
+        attempts, outcome, telling = 0, None, None
         t0 = time.monotonic()
         while True:
             timeout = target.timeout if attempts == 0 else min(target.timeout, end - time.monotonic())
             attempts += 1
             outcome = attempt(proxy, target, timeout)
+            if outcome.reason != "timeout" or timeout >= target.timeout:
+                telling = outcome
             if outcome.reachable or time.monotonic() + delay >= end - 0.001:
                 break
             time.sleep(delay)
+        if not outcome.reachable and outcome.reason == "timeout" and telling is not None:
+            # the last attempt only had what was left of the deadline: an earlier attempt's answer
+            # (tor's SOCKS reply, an HTTP status) says more about why the target did not answer
+            outcome = telling
         results[index] = result_dict(target, outcome, attempts, time.monotonic() - t0)
 
     pending = list(range(len(targets)))
