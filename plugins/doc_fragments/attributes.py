@@ -39,6 +39,14 @@ attributes:
     support: full
 """
 
+    ACTION = r"""
+options: {}
+attributes:
+  action:
+    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
+    support: full
+"""
+
     ACTIONGROUP_TOR = r"""
 options: {}
 attributes:

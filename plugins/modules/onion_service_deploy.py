@@ -29,6 +29,7 @@ extends_documentation_fragment:
   - onionlab.tor.control
   - onionlab.tor.attributes
   - onionlab.tor.attributes.FACTS
+  - onionlab.tor.attributes.ACTION
 attributes:
   check_mode:
     support: full
@@ -36,9 +37,6 @@ attributes:
     support: full
     details:
       - One diff per change of tor's services (removals, then the listed services); never a key.
-  action:
-    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
-    support: full
 options:
   services:
     description: The role's O(onionlab.tor.onion_service#role:main:onion_services).

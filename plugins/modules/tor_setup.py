@@ -135,6 +135,7 @@ attributes:
     platforms: [debian, redhat]
 extends_documentation_fragment:
   - onionlab.tor.attributes
+  - onionlab.tor.attributes.ACTION
 notes:
   - The role's facts C(tor_torrc_dropped) and C(tor_torrc_backup) are set by this action.
 """

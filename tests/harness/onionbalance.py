@@ -288,6 +288,53 @@ def forget_client_descriptors(control_port, cookie_path):
         ctl.close()
 
 
+def client_descriptor_revision(control_port, cookie_path, address, timeout=30.0):
+    """The revision-counter of the descriptor the client tor holds for address (an onion address
+    with or without .onion), fetched (HSFETCH) when it holds none; None if none came in time.
+    The counter is in the descriptor's plaintext outer layer, and a frontend publishing later
+    publishes a higher one (onionbalance and tor derive it from the time)."""
+    from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
+    from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import OperationFailed
+    sid = address.replace('.onion', '')
+    key = 'hs/client/desc/id/%s' % sid
+    ctl = connect(port=control_port, cookie_path=cookie_path)
+    try:
+        t0, fetched = time.monotonic(), False
+        while time.monotonic() - t0 < timeout:
+            try:
+                text = ctl.get_info(key)[key]
+            except OperationFailed:
+                text = None
+            if text:
+                m = re.search(r'^revision-counter (\d+)$', text, re.M)
+                return int(m.group(1)) if m else None
+            if not fetched:
+                ctl.request('HSFETCH', [sid])
+                fetched = True
+            time.sleep(0.5)
+        return None
+    finally:
+        ctl.close()
+
+
+def until_newer_descriptor(net, address, than, deadline, every=5.0):
+    """Make the private network's client drop its descriptors and fetch address's again until it
+    holds one with a revision-counter above than: a rebuilt frontend's upload reaches the HSDirs
+    one by one, and a client asking one that still has the old descriptor caches that one (dead
+    introduction points) until it expires.  Returns (seconds, fetches); AssertionError at deadline."""
+    t0, fetches, seen = time.monotonic(), 0, None
+    while time.monotonic() - t0 < deadline:
+        forget_descriptors(net)
+        seen = client_descriptor_revision(net.client.control_port, net.client.cookie_path, address,
+                                          timeout=min(30.0, max(1.0, deadline - (time.monotonic() - t0))))
+        fetches += 1
+        if seen is not None and (than is None or seen > than):
+            return round(time.monotonic() - t0, 1), fetches
+        time.sleep(every)
+    raise AssertionError('the client never fetched a descriptor of %s newer than revision %s within %.0fs '
+                         '(%d fetches, last revision %s)' % (address, than, deadline, fetches, seen))
+
+
 def dropin_command(path):
     """The argv of the last non-empty ExecStart= line of a systemd drop-in."""
     import shlex

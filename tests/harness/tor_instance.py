@@ -126,6 +126,20 @@ class TorInstance(object):
             raise RuntimeError("tor did not restart; see %s" % (self.base / "tor.log"))
         return self
 
+    def service_options(self):
+        """tor's own options of each onion service it runs now, {directory name: {option: value}}
+        (HiddenServicePort left out), read over the control port."""
+        from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
+        with connect(port=self.control_port) as ctl:
+            lines = ctl.get_conf("HiddenServiceOptions")
+        out, current = {}, None
+        for key, value in lines:
+            if key == "HiddenServiceDir":
+                current = out.setdefault(os.path.basename(value), {})
+            elif key != "HiddenServicePort":
+                current[key] = value
+        return out
+
     def log(self):
         try:
             return (self.base / "tor.log").read_text()

@@ -123,19 +123,6 @@ def test_service_dir_with_trailing_and_doubled_slashes(tor, tmp_path):
     assert plain.rc == 0 and plain.stats["localhost"]["changed"] == 0, plain.output
 
 
-def tor_blocks(tor):
-    """tor's own options of each service, {directory name: {option: value}} (HiddenServicePort left out)."""
-    with connect(port=tor.control_port) as ctl:
-        lines = ctl.get_conf("HiddenServiceOptions")
-    out, current = {}, None
-    for key, value in lines:
-        if key == "HiddenServiceDir":
-            current = out.setdefault(os.path.basename(value), {})
-        elif key != "HiddenServicePort":
-            current[key] = value
-    return out
-
-
 def pow_on(block):
     return block.get("HiddenServicePoWDefensesEnabled", "0") == "1"
 
@@ -154,7 +141,7 @@ def test_dos_profile_inherited_and_overridden_pow_on_by_default(tor, tmp_path):
                                                                       "intro_dos": {"rate_per_sec": 5}}}]
     first = run_playbook(play(tor, tmp_path, services, onion_service_defaults=DOS_PROFILE), tmp_path)
     assert first.rc == 0, first.output
-    blocks = tor_blocks(tor)
+    blocks = tor.service_options()
     assert sorted(blocks) == ["blog", "shop", "web"], blocks
     web, blog, shop = blocks["web"], blocks["blog"], blocks["shop"]
     assert pow_on(web) and web.get("HiddenServiceMaxStreams") == "10", web
@@ -177,21 +164,21 @@ def test_pow_default_turned_off(tor, tmp_path):
     services = [{"name": "web", "ports": [{"port": 80}]}]
     run = run_playbook(play(tor, tmp_path, services, onion_service_pow=False), tmp_path)
     assert run.rc == 0, run.output
-    assert not pow_on(tor_blocks(tor)["web"])
+    assert not pow_on(tor.service_options()["web"])
     assert not run.results("Whether tor can do proof of work (tor --list-modules), unless told", status="ok")
 
     # the same service, PoW on from the role default: changed; then off again: changed back
     on = run_playbook(play(tor, tmp_path, services), tmp_path)
     assert on.rc == 0 and on.stats["localhost"]["changed"] >= 1, on.output
-    assert pow_on(tor_blocks(tor)["web"])
+    assert pow_on(tor.service_options()["web"])
     off = run_playbook(play(tor, tmp_path, services, onion_service_pow=False), tmp_path)
     assert off.rc == 0, off.output
-    assert not pow_on(tor_blocks(tor)["web"])
+    assert not pow_on(tor.service_options()["web"])
 
     explicit = run_playbook(play(tor, tmp_path, services, onion_service_pow=False,
                                  onion_service_defaults={"pow": {"enabled": True, "queue_burst": 300}}), tmp_path)
     assert explicit.rc == 0, explicit.output
-    web = tor_blocks(tor)["web"]
+    web = tor.service_options()["web"]
     assert pow_on(web) and web.get("HiddenServicePoWQueueBurst") == "300", web
 
 
@@ -213,11 +200,11 @@ def test_pow_default_left_off_where_tor_cannot(tor, tmp_path):
     for extra in cases:
         run = run_playbook(play(tor, tmp_path, services, **extra), tmp_path)
         assert run.rc == 0, (extra, run.output)
-        assert not pow_on(tor_blocks(tor)["web"]), extra
+        assert not pow_on(tor.service_options()["web"]), extra
     told = run_playbook(play(tor, tmp_path, services, onion_service_pow_supported=True,
                              onion_service_tor_binary=str(no_pow)), tmp_path)
     assert told.rc == 0, told.output
-    assert pow_on(tor_blocks(tor)["web"])
+    assert pow_on(tor.service_options()["web"])
 
 
 def _summary(tmp_path):

@@ -4,30 +4,15 @@
 machine against a throwaway tor: the module entry gets it, the role's PoW default stays off for a
 balanced service, the summary says behind which address, explicit PoW is the module's refusal."""
 
-import os
 import stat
 
 import yaml
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
-from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from harness.ansible_run import onion_service_play, run_playbook
 from harness.fake_controller import new_expanded_key
 
 FRONT_SID = onion.onion_address(onion.ed25519_public_from_expanded(new_expanded_key(b"role frontend")))
-
-
-def blocks(tor):
-    """{directory name: {option: value}} of tor's services (HiddenServicePort left out)."""
-    with connect(port=tor.control_port) as ctl:
-        lines = ctl.get_conf("HiddenServiceOptions")
-    out, current = {}, None
-    for key, value in lines:
-        if key == "HiddenServiceDir":
-            current = out.setdefault(os.path.basename(value), {})
-        elif key != "HiddenServicePort":
-            current[key] = value
-    return out
 
 
 def test_balanced_service_through_the_role(tor, tmp_path):
@@ -36,7 +21,7 @@ def test_balanced_service_through_the_role(tor, tmp_path):
                 {"name": "web", "ports": [{"port": 80}]}]
     first = run_playbook(onion_service_play(tor.control_port, tmp_path, services), tmp_path)
     assert first.rc == 0, first.output
-    got = blocks(tor)
+    got = tor.service_options()
     # balanced: the flag, no PoW from the role's default; the plain service gets the default
     assert got["shop"] == {"HiddenServiceOnionBalanceInstance": "1"}, got
     assert got["web"].get("HiddenServicePoWDefensesEnabled") == "1", got
@@ -59,11 +44,11 @@ def test_balanced_service_through_the_role(tor, tmp_path):
     refused = run_playbook(onion_service_play(tor.control_port, tmp_path, services), tmp_path)
     assert refused.rc != 0
     assert "pow.enabled is refused on the balanced service %s" % (tmp_path / "svc" / "shop") in refused.output
-    assert blocks(tor) == got
+    assert tor.service_options() == got
 
     # no longer balanced: the flag and ob_config go, the role's PoW default comes
     del services[0]["options"], services[0]["onionbalance_frontend"]
     plain = run_playbook(onion_service_play(tor.control_port, tmp_path, services), tmp_path)
     assert plain.rc == 0, plain.output
-    assert blocks(tor)["shop"] == {"HiddenServicePoWDefensesEnabled": "1"}
+    assert tor.service_options()["shop"] == {"HiddenServicePoWDefensesEnabled": "1"}
     assert not ob_config.exists()
