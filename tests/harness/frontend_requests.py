@@ -53,7 +53,7 @@ def main(argv=None):
     try:
         if args.cmd == 'until-steady':
             allowed = {x for x in args.allowed.split(',') if x}
-            result = ob.until_steady(front.get, allowed, t0, args.deadline, args.steady)
+            result = ob.until_steady(front.get, allowed, t0, args.deadline, args.steady, forget=front.forget)
             if args.count:
                 counted = {}
                 for _ in range(args.count):

@@ -374,12 +374,17 @@ class Frontend:
         forget_client_descriptors(self.control_port, self.cookie_path)
 
 
-def until_steady(get, allowed, t0, deadline, steady=6, sleep=time.sleep):
+def until_steady(get, allowed, t0, deadline, steady=6, sleep=time.sleep, forget=None, forget_after=3):
     """Request (get() -> (name or None, why)) until `steady` answers in a row come from backends in
     allowed (every request succeeds again); returns {'seconds': from t0 to the first of those
-    answers, 'failures', 'pages': answers per backend, 'slowest': the longest request} (a client
-    falls back to another introduction point within one request).  Raises AssertionError at the deadline."""
-    run, run_start, failures, pages, slowest = 0, None, 0, {}, 0.0
+    answers, 'failures', 'pages': answers per backend, 'slowest': the longest request, 'forgets'}
+    (a client falls back to another introduction point within one request).  With forget, it is
+    called after every forget_after failures in a row, as a user would ask for a new identity: a
+    client that found every introduction point of its descriptor failing asks the HSDirs again,
+    and one that asked them all lately waits (tor's "No more HSDir available to query").  Raises
+    AssertionError at the deadline."""
+    run, run_start, failures, pages, slowest, in_row, forgets = 0, None, 0, {}, 0.0, 0, 0
+    why = None
     while time.monotonic() - t0 < deadline:
         t = time.monotonic()
         name, why = get()
@@ -390,15 +395,20 @@ def until_steady(get, allowed, t0, deadline, steady=6, sleep=time.sleep):
             if run == 0:
                 run_start = t
             run += 1
+            in_row = 0
             if run >= steady:
                 return {'seconds': round(run_start - t0, 1), 'failures': failures, 'pages': pages,
-                        'slowest': round(slowest, 1)}
+                        'slowest': round(slowest, 1), 'forgets': forgets}
         else:
             failures += 1
+            in_row += 1
             run = 0
+            if forget and in_row % forget_after == 0:
+                forget()
+                forgets += 1
             sleep(1)
-    raise AssertionError('no %d answers in a row from %s within %.0fs (%d failures, pages %s; last: %s)'
-                         % (steady, sorted(allowed or ['any backend']), deadline, failures, pages, why))
+    raise AssertionError('no %d answers in a row from %s within %.0fs (%d failures, %d forgets, pages %s; last: %s)'
+                         % (steady, sorted(allowed or ['any backend']), deadline, failures, forgets, pages, why))
 
 
 def until_seen(get, names, t0, deadline, forget=None, forget_every=15.0, sleep=time.sleep):

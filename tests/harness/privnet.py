@@ -265,6 +265,10 @@ class Node:
         return os.path.join(self.datadir, 'notice.log')
 
     @property
+    def rend_logfile(self):
+        return os.path.join(self.datadir, 'rend.log')
+
+    @property
     def cookie_path(self):
         return os.path.join(self.datadir, 'control_auth_cookie')
 
@@ -321,7 +325,9 @@ class Node:
                 'V3AuthDistDelay 2',
             ]
         elif self.role == 'client':
-            lines += ['SocksPort 127.0.0.1:%d' % self.socks_port]
+            # onion-service steps (descriptor fetches, introduction failures) for a test's diagnosis
+            lines += ['SocksPort 127.0.0.1:%d' % self.socks_port,
+                      'Log [rend]info file %s' % self.rend_logfile]
         elif self.role in ('onion', 'extra'):
             lines += ['SocksPort %s' % ('127.0.0.1:%d' % self.socks_port if self.socks_port else '0')]
         return lines + self.extra

@@ -81,19 +81,27 @@ def _get(net, address):
 
 
 def _diagnose(st):
-    return 'onionbalance log tail:\n%s' % st['balancer'].log_text()[-3000:]
+    try:
+        with open(st['net'].client.rend_logfile) as f:
+            rend = f.read()[-4000:]
+    except OSError as e:
+        rend = str(e)
+    return 'onionbalance log tail:\n%s\nclient tor onion-service log tail:\n%s' % (
+        st['balancer'].log_text()[-3000:], rend)
 
 
 def _until_steady(st, allowed, t0, deadline=DEADLINE):
     """Request until STEADY answers in a row come from backends in allowed (harness until_steady);
     returns (seconds from t0 to the first of those answers, failures seen, pages seen); pages['slowest']
-    is the longest request (a client falls back to another introduction point within one request)."""
+    is the longest request (a client falls back to another introduction point within one request),
+    pages['forgets'] how often the client was told to drop its descriptors (after 3 failures in a row)."""
     try:
-        r = ob.until_steady(ob.Frontend(st['net'].socks_port, st['frontend']).get, allowed, t0, deadline, STEADY)
+        r = ob.until_steady(ob.Frontend(st['net'].socks_port, st['frontend']).get, allowed, t0, deadline, STEADY,
+                            forget=lambda: ob.forget_descriptors(st['net']))
     except AssertionError as e:
         # the message again after the log: CI shows the tail of the output
         raise AssertionError('%s\n%s\n(%s)' % (e, _diagnose(st), e))
-    return r['seconds'], r['failures'], dict(r['pages'], slowest=r['slowest'])
+    return r['seconds'], r['failures'], dict(r['pages'], slowest=r['slowest'], forgets=r['forgets'])
 
 
 def test_frontend_answers_with_backend_pages(balanced):
