@@ -154,6 +154,11 @@ def normalize_port(entry):
             raise ServiceConfigError("target_port makes no sense with the unix target %s" % address)
         return {"port": port, "target_address": address, "target_port": None}
     host = address[1:-1] if address.startswith("[") and address.endswith("]") else address
+    if "%" in host:
+        # Python's ipaddress takes fe80::1%lo; tor refuses it ("Unparseable address in hidden service
+        # port configuration", tor 0.4.9.11), so it is refused here before anything is written
+        raise ServiceConfigError("target_address %r: tor takes no IPv6 zone (the %%%s part); use an address "
+                                 "without one, such as ::1" % (address, host.split("%", 1)[1]))
     try:
         ipaddress.ip_address(host)
     except ValueError:

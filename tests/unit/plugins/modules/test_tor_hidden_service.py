@@ -480,6 +480,8 @@ def test_ephemeral_refused_change_keeps_the_service(runner, fake, tmp_path):
     (lambda d: {"path": "relative/dir", "ports": [{"port": 80}]}, "path must be absolute"),
     (lambda d: {"path": d, "ports": [{"port": 80, "target_address": "example.com"}]},
      "target_address 'example.com' is neither an IP address nor unix:/path"),
+    (lambda d: {"path": d, "ports": ["80:[fe80::1%lo]:8080"]},
+     "target_address '[fe80::1%lo]': tor takes no IPv6 zone (the %lo part)"),
     (lambda d: {"path": d, "ports": [{"port": 80}], "num_intro_points": 2}, "num_intro_points must be between 3"),
     (lambda d: {"path": d, "ports": [{"port": 80}], "extra_options": {"HiddenServiceDir": "/etc"}},
      "extra_options key 'HiddenServiceDir' must be another HiddenService* option"),
@@ -496,7 +498,7 @@ def test_ephemeral_refused_change_keeps_the_service(runner, fake, tmp_path):
     (lambda d: {"ephemeral": True, "ports": [{"port": 80}], "client_auth_v3": ["not a key"]},
      "the client public key is not base32"),
 ], ids=["path+services", "path+ephemeral", "absent+services", "no ports", "relative path",
-        "bad target", "intro points", "reserved extra option", "bad private_key", "service_id alone",
+        "bad target", "IPv6 zone", "intro points", "reserved extra option", "bad private_key", "service_id alone",
         "absent without id", "ephemeral without ports", "id of another key", "bad service_id", "bad client key"])
 def test_refused_parameters(runner, fake, tmp_path, params, message):
     path = service_dir(tmp_path)
