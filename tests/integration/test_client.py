@@ -4,6 +4,7 @@
 
 import base64
 import os
+import signal
 import time
 
 import pytest
@@ -387,7 +388,13 @@ def test_signal_shutdown_stops_tor(quick_tor):
     # the canary of the injection tests below: SIGNAL SHUTDOWN, if executed, does stop tor
     with connect(port=quick_tor.control_port, timeout=5) as ctl:
         ctl.signal("SHUTDOWN")
-    assert quick_tor.proc.wait(10) == 0
+    rc = quick_tor.proc.wait(10)
+    log = quick_tor.log()
+    assert "Interrupt: exiting cleanly." in log, log[-2000:]
+    # tor 0.4.9.11 sometimes aborts after that line, a worker thread locking a mutex the exit has
+    # already torn down ("Raw assertion failed ... compat_mutex_pthreads.c:78 ... Error locking a
+    # mutex", SIGABRT: seen once in a clean-clone CI run); the shutdown itself was done
+    assert rc == 0 or (rc == -signal.SIGABRT and "Error locking a mutex" in log), (rc, log[-2000:])
 
 
 def test_unknown_signal(quick_tor):
