@@ -7,13 +7,14 @@ import hashlib
 import json
 import os
 import stat
+import types
 
 import pytest
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from harness.ansible_run import run_playbook
-from harness.fake_controller import new_expanded_key
+from harness.fake_controller import FakeController, new_expanded_key
 
 HS = "onionlab.tor.tor_hidden_service"
 INFO = "onionlab.tor.tor_hidden_service_info"
@@ -270,8 +271,8 @@ def test_authorized_clients(tor, tmp_path):
     ({"ports": [{"port": 80}], "extra_options": {"ContactInfo": "x"}}, "another HiddenService* option"),
     ({"ports": []}, "at least one entry in ports"),
     ({"ports": [{"port": 80}], "num_intro_points": 99}, "between 3 and 20"),
-    # an IPv6 target with a zone index: Python's ipaddress takes it, tor refuses it (and says why)
-    ({"ports": [{"port": 80, "target_address": "fe80::1%lo"}]}, "tor says"),
+    # an IPv6 target with a zone index: Python's ipaddress takes it, tor refuses it: refused before tor
+    ({"ports": [{"port": 80, "target_address": "fe80::1%lo"}]}, "tor takes no IPv6 zone"),
     ({"ephemeral": True, "path": None, "ports": [{"port": 80}], "private_key": "ED25519-V3:bm90IGEga2V5"},
      "64-byte"),
     ({"ephemeral": True, "path": None, "ports": [{"port": 80}], "client_auth_v3": ["short"]}, "client public key"),
@@ -399,17 +400,25 @@ def test_ports_short_forms(tor, tmp_path):
                                              '"PORT:TARGET_PORT" ("80:8080")'), wrong["result"]["msg"]
 
 
-def test_refusal_after_a_key_was_installed_says_what_was_written(tor, tmp_path):
-    """issue 14.5: tor refuses the new block (an IPv6 target with a zone index) after this run
-    installed a key from a vault: the message says so (it said "nothing was changed"), the key is
-    kept, and the rerun without the bad option takes it up."""
+def test_refusal_after_a_key_was_installed_says_what_was_written(tmp_path):
+    """issue 14.5: tor refuses the new block after this run installed a key from a vault: the
+    message says so (it said "nothing was changed"), the key is kept, and the rerun takes it up.
+    Every input that tor 0.4.9.11 refuses is now refused by the module before anything is written
+    (the last one, an IPv6 target with a zone, fe80::1%lo), so tor's 513 comes from the stateful
+    fake control port, answered once; the playbook runs are real."""
+    torrc = tmp_path / "torrc"
+    torrc.write_text("SocksPort 0\n")
     key = onion.key_blob(bytes(range(64)))
     address = onion.service_id_of_key(key) + ".onion"
-    vaulted, bad = web(tmp_path, "vaulted2"), web(tmp_path, "bad")
-    services = [{"path": vaulted, "ports": [80], "private_key": key},
-                {"path": bad, "ports": [{"port": 81, "target_address": "fe80::1%lo"}]}]
-    run = run_playbook([dict(hs_task(tor, tmp_path, services=services), ignore_errors=True),
-                        hs_task(tor, tmp_path, services=services[:1])], tmp_path)
+    vaulted, other = web(tmp_path, "vaulted2"), web(tmp_path, "other")
+    services = [{"path": vaulted, "ports": [80], "private_key": key}, {"path": other, "ports": [81]}]
+    with FakeController(tmp_path / "tordata", torrc) as fake:
+        fake.refuse("SETCONF", "513", "Unacceptable option value: Failed to configure rendezvous options. See logs "
+                                      "for details.", times=1)
+        port = types.SimpleNamespace(control_port=fake.port)
+        run = run_playbook([dict(hs_task(port, tmp_path, services=services), ignore_errors=True),
+                            hs_task(port, tmp_path, services=services[:1])], tmp_path)
+        assert fake.errors == []
     failed, done = results(run)
     msg = failed["msg"]
     assert msg.startswith("tor refused the onion-service configuration (513 "), msg
@@ -417,5 +426,5 @@ def test_refusal_after_a_key_was_installed_says_what_was_written(tor, tmp_path):
     assert msg.endswith("This run wrote, and kept so that no key is lost: the key of %s in %s (a directory this run "
                         "made); a rerun with the same key uses it" % (address, vaulted)), msg
     assert key.split(":", 1)[1] not in run.output
-    assert not os.path.exists(bad)
+    assert not os.path.exists(other)
     assert done["services"][0]["onion_address"] == address and run.rc == 0, run.output
