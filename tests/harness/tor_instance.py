@@ -96,8 +96,13 @@ class TorInstance(object):
             try:
                 with socket.create_connection(("127.0.0.1", self.control_port), timeout=1):
                     pass
-                if (not self.cookie or os.path.exists(self.cookie_path)) and \
-                        (not self.use_socket or os.path.exists(self.control_socket)):
+                if self.use_socket:
+                    # the socket file exists from bind(); connections are refused until listen()
+                    # (seen once: "Connection refused" right after start)
+                    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as unix:
+                        unix.settimeout(1)
+                        unix.connect(str(self.control_socket))
+                if not self.cookie or os.path.exists(self.cookie_path):
                     return True
             except OSError:
                 pass
