@@ -135,9 +135,11 @@ def write_baseline(path, count):
 
 
 def write_services(path, names):
-    """One onion service per host, each with a backend port of its own (the bed's hosts share one network)."""
-    services = {name: [{"name": "web", "ports": [{"port": 80, "target_port": 18000 + i}]}]
-                for i, name in enumerate(names)}
+    """One onion service per host, each with a backend port the bed gave that host (testbed_app_ports:
+    the bed's hosts share one network, and other runs share the machine)."""
+    services = {name: [{"name": "web", "ports": [{"port": 80, "target_port":
+                                                  "{{ hostvars['%s'].testbed_app_ports[0] }}" % name}]}]
+                for name in names}
     path.write_text(json.dumps({"demo_services": services}, indent=1) + "\n")
 
 

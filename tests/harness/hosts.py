@@ -506,6 +506,9 @@ def choose_ssh_ports(n, claimed=()):
     raise RuntimeError('no free block of ssh ports from %d' % SSH_BASE_PORT)
 
 
+APP_PORTS = 4  # backend ports per host (testbed_app_ports)
+
+
 def claimed_ports(exclude_state=None):
     """Ports held by the registered beds (their sshd may not listen yet)."""
     ports = set()
@@ -519,6 +522,7 @@ def claimed_ports(exclude_state=None):
                 for h in json.load(f).get('hosts', []):
                     ports.update(h.get(k) for k in ('ssh_port', 'tor_control_port', 'tor_socks_port',
                                                     'tor_or_port'))
+                    ports.update(h.get('app_ports') or [])
         except (OSError, ValueError, KeyError):
             continue
     ports.discard(None)
@@ -718,15 +722,17 @@ class HostBed:
 
     def _assign_ports(self, claimed):
         ssh_ports = choose_ssh_ports(self.n, claimed)
-        tor_ports = [p for p in privnet.free_ports(3 * self.n + len(claimed)) if p not in claimed]
-        tor_ports = iter(tor_ports[:3 * self.n])
+        per_host = 3 + APP_PORTS
+        tor_ports = [p for p in privnet.free_ports(per_host * self.n + len(claimed)) if p not in claimed]
+        tor_ports = iter(tor_ports[:per_host * self.n])
         for i in range(self.n):
             name = '%s%d' % (self.name_prefix, i + 1)
             self.hosts.append({
                 'suite': self.suites[i % len(self.suites)], 'name': name, 'machine': 'onionlab-%s-%s' % (self.run_id, name),
                 'root': os.path.join(self.base_dir, name, 'root'), 'ssh_port': ssh_ports[i],
                 'tor_control_port': next(tor_ports), 'tor_socks_port': next(tor_ports),
-                'tor_or_port': next(tor_ports), 'pid': None, 'starttime': None,
+                'tor_or_port': next(tor_ports), 'app_ports': [next(tor_ports) for _ in range(APP_PORTS)],
+                'pid': None, 'starttime': None,
                 'log': os.path.join(self.base_dir, name + '.console.log'), 'mount': None,
             })
 
@@ -881,6 +887,9 @@ class HostBed:
                 'testbed_machine': h['machine'],
                 'testbed_tor_socks_port': h['tor_socks_port'],
                 'testbed_tor_or_port': h['tor_or_port'],
+                # free loopback ports of this host's own for the services' backends (the hosts share
+                # the machine's network, and other beds and runs share the machine)
+                'testbed_app_ports': list(h.get('app_ports') or []),
                 'testbed_stock': bool(h.get('stock')),
                 'testbed_suite': h['suite'],
                 'testbed_apt_packages': self.apt_packages if h['suite'] in self.apt_repos else [],
