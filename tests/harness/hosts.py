@@ -938,9 +938,20 @@ class HostBed:
         self.down()
 
 
+def _ini_literal(value):
+    """A list element of an INI value: a Python literal without spaces (strings with a space are
+    refused rather than split)."""
+    if isinstance(value, str) and re.search(r'\s', value):
+        raise ValueError('an INI inventory list cannot hold %r' % value)
+    return repr(value)
+
+
 def _ini_value(value):
     """A value of an INI inventory line: ansible's ini plugin reads a Python literal (lists,
     booleans, numbers) and else takes the text; text with a space or quote is quoted."""
+    if isinstance(value, (list, tuple)):
+        # no spaces: the host line is split on them ([1, 2] broke it)
+        return '[%s]' % ','.join(_ini_literal(v) for v in value)
     if not isinstance(value, str):
         return repr(value)
     text = str(value)

@@ -44,6 +44,8 @@ def test_inventory_out_ini_and_yaml(tmp_path):
         assert from_ini["_meta"]["hostvars"] == from_json["_meta"]["hostvars"]
         hv = from_ini["_meta"]["hostvars"][state["hosts"][0]["name"]]
         assert hv["testbed_stock"] is True and isinstance(hv["ansible_port"], int)
+        ports = hv["testbed_app_ports"]  # a list in an INI inventory too
+        assert len(set(ports)) == 4 and all(isinstance(p, int) for p in ports), ports
         assert hv["testbed_privnet_torrc_lines"] == []
         ping = subprocess.run([os.path.join(BIN, "ansible"), "-i", ini, "all", "-m", "ping"], stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, universal_newlines=True, timeout=120, check=False,
