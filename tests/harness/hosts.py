@@ -6,7 +6,8 @@ Each host is a Debian rootfs of its own, booted with systemd as PID 1, sshd on
 ordinary inventory entry (ssh, root, a key this harness generates).  The
 containers share the host's network (no namespaces to create or leak), so
 every port is distinct per host: ssh, and tor's ControlPort/SocksPort/ORPort
-(given to the inventory as ``testbed_tor_*_port`` host vars).
+(given to the inventory as ``testbed_tor_*_port`` host vars), and four ports for
+the services' backends (``testbed_app_ports``), all claimed against other beds.
 
 The base rootfs is made once with ``debootstrap`` from the mirror apt already
 uses and cached in ``~/.cache/onionlab/`` (``$ONIONLAB_CACHE``); building it

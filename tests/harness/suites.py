@@ -423,12 +423,12 @@ def _bed(roots, with_roles, net, venv, env, report):
                     'tor_torrc_takeover': True,
                     'onion_service_control_port': '{{ testbed_tor_control_port }}',
                     'onion_services': [{'name': 'site', 'ports': [{'port': 80,
-                                                                   'target_port': '{{ testbed_tor_or_port }}'}]}],
+                                                                   'target_port': '{{ testbed_app_ports[0] }}'}]}],
                     'onion_service_backup_dir': escrow + '/onion-keys',
                     'onion_service_summary_file': escrow + '/onion-services.yml'},
                     'pre_tasks': [{'name': 'a web server answering its host name', 'ansible.builtin.command':
                                    'systemd-run --unit=onionlab-web --property=WorkingDirectory=/etc '
-                                   'python3 -m http.server --bind 127.0.0.1 {{ testbed_tor_or_port }}',
+                                   'python3 -m http.server --bind 127.0.0.1 {{ testbed_app_ports[0] }}',
                                    'args': {'creates': '/run/systemd/transient/onionlab-web.service'}}],
                     'roles': ['onionlab.tor.tor', 'onionlab.tor.onion_service']}], f)
             runs = []

@@ -62,7 +62,7 @@ def _play(escrow):
             # the bed's torrc is the harness's: the role replaces it, as on every bed host
             'tor_torrc_takeover': True,
             'onion_service_control_port': '{{ testbed_tor_control_port }}',
-            'onion_services': [{'name': 'site', 'ports': [{'port': 80, 'target_port': '{{ testbed_tor_or_port }}'}]}],
+            'onion_services': [{'name': 'site', 'ports': [{'port': 80, 'target_port': '{{ testbed_app_ports[0] }}'}]}],
             'onion_service_backup_dir': escrow + '/onion-keys',
             'onion_service_summary_file': escrow + '/onion-services.yml',
             # the tor role's MetricsPort (a free port per host, from the test's inventory)
@@ -73,7 +73,7 @@ def _play(escrow):
                 'msg': 'release {{ inventory_hostname }} {{ ansible_distribution_release }}'}},
             {'name': 'a web server answering its host name', 'ansible.builtin.command':
              'systemd-run --unit=onionlab-web --property=WorkingDirectory=/etc '
-             'python3 -m http.server --bind 127.0.0.1 {{ testbed_tor_or_port }}',
+             'python3 -m http.server --bind 127.0.0.1 {{ testbed_app_ports[0] }}',
              'args': {'creates': '/run/systemd/transient/onionlab-web.service'}},
         ],
         'roles': ['onionlab.tor.tor', 'onionlab.tor.onion_service'],
