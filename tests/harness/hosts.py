@@ -533,17 +533,27 @@ def claimed_ports(exclude_state=None):
 CLIENT_AUTH_DIR = '/var/lib/tor/onion_auth'
 # A shell command for a stock host: wait (up to 30 s) until tor's ControlSocket accepts a connection
 # (after boot or a restart tor opens it about a second after systemd calls it started).
-WAIT_CONTROL_SOCKET = (
-    "python3 - <<'EOF'\n"
-    "import socket, sys, time\n"
-    "deadline = time.monotonic() + 30\n"
-    "while True:\n"
-    "    try:\n"
-    "        s = socket.socket(socket.AF_UNIX); s.connect('/run/tor/control'); s.close(); break\n"
-    "    except OSError as exc:\n"
-    "        if time.monotonic() > deadline: sys.exit('tor control socket: %s' % exc)\n"
-    "        time.sleep(0.1)\n"
-    "EOF")
+def wait_control_socket_script(timeout=30):
+    """A shell command for a stock host: wait until tor's ControlSocket accepts a connection (tor
+    opens it about a second after systemd calls it started, and the file exists from bind(), before
+    listen()); on failure it prints the unit's status and exits 1."""
+    return ("python3 - <<'EOF' || { systemctl status tor@default --no-pager; exit 1; }\n"
+            "import socket, sys, time\n"
+            "deadline = time.monotonic() + %d\n"
+            "while True:\n"
+            "    try:\n"
+            "        s = socket.socket(socket.AF_UNIX); s.connect('/run/tor/control'); s.close(); break\n"
+            "    except OSError as exc:\n"
+            "        if time.monotonic() > deadline: sys.exit('tor control socket: %%s' %% exc)\n"
+            "        time.sleep(0.1)\n"
+            "EOF" % timeout)
+
+
+WAIT_CONTROL_SOCKET = wait_control_socket_script(30)
+# Restart a stock host's tor and wait until its control socket accepts a connection (the socket
+# file exists from bind(); `test -S` alone let a test connect before listen()).
+RESTART_TOR = 'systemctl restart tor@default && ' + WAIT_CONTROL_SOCKET
+START_TOR = 'systemctl start tor@default && ' + WAIT_CONTROL_SOCKET
 # Debian's packaged /etc/tor/torrc, kept in the cached tree (every line a comment)
 STOCK_TORRC = '/etc/tor/torrc.onionlab-stock'
 DEFAULTS_TORRC = '/usr/share/tor/tor-service-defaults-torrc'
@@ -868,11 +878,10 @@ class HostBed:
             time.sleep(0.1)
 
     def _wait_control_socket(self, timeout=60.0):
-        """A stock host is ready once tor's ControlSocket exists: systemd calls tor started when it
+        """A stock host is ready once tor's ControlSocket accepts a connection: systemd calls tor started when it
         signals readiness, and tor opens its unix listeners about a second later (after dropping
         privileges), so a module run right after boot finds no /run/tor/control."""
-        script = ('for i in $(seq %d); do test -S /run/tor/control && exit 0; sleep 0.2; done; '
-                  'systemctl status tor@default --no-pager; exit 1' % int(timeout / 0.2))
+        script = wait_control_socket_script(int(timeout))
         for h in self.hosts:
             r = subprocess.run(self.ssh_cmd(h, script), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                stdin=subprocess.DEVNULL, timeout=timeout + 30)

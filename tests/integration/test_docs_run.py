@@ -164,8 +164,7 @@ class Host(object):
         extra = sorted(set(self.ssh(_SNAPSHOT).split()) - self.before)
         self.ssh("set -e; cp %s /etc/tor/torrc; " % hb.STOCK_TORRC
                  + "".join("rm -rf -- '%s'; " % p for p in extra)
-                 + "systemctl restart tor@default && for i in $(seq 150); do test -S /run/tor/control && break; sleep 0.2; done")
-        self.wait_tor()
+                 + hb.RESTART_TOR)
         return extra
 
     def wait_tor(self):

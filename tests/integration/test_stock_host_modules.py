@@ -8,7 +8,7 @@ reached over ssh as root (issue 14). Every test that changes the host puts it ba
 import subprocess
 
 from harness.ansible_run import run_playbook
-from harness.hosts import STOCK_TORRC
+from harness.hosts import RESTART_TOR, START_TOR, STOCK_TORRC
 
 HS = "onionlab.tor.tor_hidden_service"
 DROP_IN = "/etc/tor/torrc.d/onionlab_hidden_services.conf"
@@ -43,7 +43,7 @@ def restore(bed, h, *paths):
     """The stock host as it was: torrc back to Debian's, the drop-in, the unit drop-in and the
     given paths gone, tor restarted on that."""
     sh(bed, h, "cp %s /etc/tor/torrc; rm -rf %s %s %s; systemctl daemon-reload; systemctl reset-failed tor@default; "
-               "systemctl restart tor@default && for i in $(seq 150); do test -S /run/tor/control && break; sleep 0.2; done" % (STOCK_TORRC, DROP_IN, UNIT_DROP_IN, " ".join(paths)))
+               % (STOCK_TORRC, DROP_IN, UNIT_DROP_IN, " ".join(paths)) + RESTART_TOR)
 
 
 def test_service_dir_outside_the_sandbox_is_refused(stockbed, tmp_path):
@@ -80,9 +80,8 @@ def test_service_dir_outside_the_sandbox_is_refused(stockbed, tmp_path):
         assert run.task("inside", h["name"])["result"]["onion_address"].endswith(".onion")
         assert tor_pid(bed, h) == before.split()[0]
 
-        sh(bed, h, "mkdir -p %s && printf '[Service]\\nReadWritePaths=/srv/onion\\n' > %s && "
-                   "systemctl daemon-reload && systemctl restart tor@default && for i in $(seq 150); do test -S /run/tor/control && break; sleep 0.2; done" % (UNIT_DROP_IN.rsplit("/", 1)[0],
-                                                                                 UNIT_DROP_IN))
+        sh(bed, h, "mkdir -p %s && printf '[Service]\\nReadWritePaths=/srv/onion\\n' > %s && systemctl daemon-reload && "
+                   % (UNIT_DROP_IN.rsplit("/", 1)[0], UNIT_DROP_IN) + RESTART_TOR)
         pid = tor_pid(bed, h)
         run = play(bed, h, tmp_path, [{"name": "allowed", HS: {"path": "/srv/onion/web", "ports": [{"port": 80}]}}])
         assert run.rc == 0, run.output
@@ -159,7 +158,7 @@ def test_tor_stopped_is_named(stockbed, tmp_path):
                        "running? (systemctl status tor)"), msg
         sh(bed, h, "test ! -e /var/lib/tor/web")
     finally:
-        sh(bed, h, "systemctl start tor@default && for i in $(seq 150); do test -S /run/tor/control && break; sleep 0.2; done")
+        sh(bed, h, START_TOR)
 
 
 def test_check_diff_shows_the_include_and_the_address_of_a_given_key(stockbed, tmp_path):

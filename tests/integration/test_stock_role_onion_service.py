@@ -61,16 +61,13 @@ def test_role_without_become_says_use_become(stockbed, tmp_path):
 
 
 _SNAPSHOT = "find /etc/tor /var/lib/tor -mindepth 1 -maxdepth 1 | sort"
-_WAIT_TOR = ("for i in $(seq 300); do python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); "
-             "s.connect('/run/tor/control')\" 2>/dev/null && exit 0; sleep 0.1; done; exit 1")
 
 
 def _restore(bed, before):
     """The stock host as it was: stock torrc, nothing new under /etc/tor and /var/lib/tor, tor restarted."""
     extra = sorted(set(_ssh(bed, _SNAPSHOT).split()) - set(before.split()))
     _ssh(bed, "set -e; cp %s /etc/tor/torrc; " % hb.STOCK_TORRC
-              + "".join("rm -rf -- '%s'; " % p for p in extra) + "systemctl restart tor@default && for i in $(seq 150); do test -S /run/tor/control && break; sleep 0.2; done")
-    _ssh(bed, _WAIT_TOR)
+              + "".join("rm -rf -- '%s'; " % p for p in extra) + hb.RESTART_TOR)
 
 
 def _tor_dirs(bed):
@@ -89,7 +86,7 @@ def test_role_keeps_others_services_escrows_client_keys_and_refuses_an_empty_lis
     the role's service and leaves tor as it was."""
     bed = stockbed
     host = bed.hosts[0]["name"]
-    _ssh(bed, _WAIT_TOR)
+    _ssh(bed, hb.WAIT_CONTROL_SOCKET)
     before = _ssh(bed, _SNAPSHOT)
     try:
         manual = run_playbook([{"hosts": host, "gather_facts": False, "tasks": [{"onionlab.tor.tor_hidden_service": {

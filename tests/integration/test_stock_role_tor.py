@@ -46,7 +46,7 @@ def ssh(bed, script, check=True):
 
 
 def restart_tor(bed):
-    ssh(bed, "systemctl restart tor@default && for i in $(seq 150); do test -S /run/tor/control && break; sleep 0.2; done")
+    ssh(bed, hb.RESTART_TOR)
     ssh(bed, WAIT_TOR)
 
 
