@@ -5,6 +5,7 @@ packaged, its tor@default unit with its sandbox, ControlSocket /run/tor/control 
 reached over ssh as root (issue 14). Every test that changes the host puts it back in `finally:`
 (the session shares one stock host)."""
 
+import os
 import subprocess
 
 from harness.ansible_run import run_playbook
@@ -42,8 +43,10 @@ def host_state(bed, h):
 def restore(bed, h, *paths):
     """The stock host as it was: torrc back to Debian's, the drop-in, the unit drop-in and the
     given paths gone, tor restarted on that."""
+    # the drop-in's whole directory: Debian's tor has no /etc/tor/torrc.d, and a later test's snapshot
+    # of /etc/tor would take a left one (and what goes in it next) for the host's own
     sh(bed, h, "cp %s /etc/tor/torrc; rm -rf %s %s %s; systemctl daemon-reload; systemctl reset-failed tor@default; "
-               % (STOCK_TORRC, DROP_IN, UNIT_DROP_IN, " ".join(paths)) + RESTART_TOR)
+               % (STOCK_TORRC, os.path.dirname(DROP_IN), UNIT_DROP_IN, " ".join(paths)) + RESTART_TOR)
 
 
 def test_service_dir_outside_the_sandbox_is_refused(stockbed, tmp_path):
