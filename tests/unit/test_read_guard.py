@@ -16,7 +16,7 @@ def real(path):
 def test_the_session_guard_sees_a_read_of_the_clones_sibling():
     guard = read_guard.SESSION  # installed by tests/conftest.py for this run
     assert guard is not None
-    sibling = real(REPO.parent / "shared" / "x")
+    sibling = real(REPO.parent / "sibling" / "x")
     if guard.off:  # the clone's parent is / or the temp directory; the summary says so
         assert guard.check(sibling) is None
     else:
@@ -29,24 +29,24 @@ def test_a_guard_records_reads_beside_its_clone_and_nothing_else(tmp_path, monke
     parent = tmp_path / "parent"
     clone = parent / "clone"
     (clone / "tests").mkdir(parents=True)
-    (parent / "shared").mkdir()
-    (clone / "tests" / "link").symlink_to(parent / "shared")  # a way out through a symlink
+    (parent / "sibling").mkdir()
+    (clone / "tests" / "link").symlink_to(parent / "sibling")  # a way out through a symlink
     guard = ReadGuard(clone, home=tmp_path / "home", tmp=tmp_path / "tmp")
     assert guard.off is None
     monkeypatch.chdir(clone)
-    for event, path in [("open", str(parent / "shared" / "x")),  # ../shared/x
-                        ("open", b"../shared/y"),  # relative, as bytes
+    for event, path in [("open", str(parent / "sibling" / "x")),  # ../sibling/x
+                        ("open", b"../sibling/y"),  # relative, as bytes
                         ("open", clone / "tests" / "link" / "z"),  # in the clone, resolving beside it
                         ("os.listdir", str(parent)),  # listing the siblings
-                        ("open", str(parent / "shared" / "x")),  # recorded once
+                        ("open", str(parent / "sibling" / "x")),  # recorded once
                         ("open", str(clone / "tests" / "data")),  # the clone itself: fine
                         ("open", "/usr/lib/os-release"),  # beside nothing: fine
                         ("open", 3),  # a file descriptor: fine
                         ("os.scandir", None),  # the current directory (the clone): fine
-                        ("exec", str(parent / "shared" / "x"))]:  # not a read
+                        ("exec", str(parent / "sibling" / "x"))]:  # not a read
         guard.audit(event, (path, "r", 0))
-    assert guard.seen == [("open", real(parent / "shared" / "x")), ("open", real(parent / "shared" / "y")),
-                          ("open", real(parent / "shared" / "z")), ("os.listdir", real(parent))]
+    assert guard.seen == [("open", real(parent / "sibling" / "x")), ("open", real(parent / "sibling" / "y")),
+                          ("open", real(parent / "sibling" / "z")), ("os.listdir", real(parent))]
 
 
 def test_a_guard_allows_home_and_temp_below_the_parent(tmp_path):
@@ -54,7 +54,7 @@ def test_a_guard_allows_home_and_temp_below_the_parent(tmp_path):
     clone.mkdir()
     in_home = ReadGuard(clone, home=tmp_path, tmp="/nonexistent-tmp")  # a clone in ~: ~/.cache is fine
     assert in_home.check(tmp_path / ".cache" / "onionlab" / "x") is None
-    assert in_home.check(tmp_path / "shared" / "x") == real(tmp_path / "shared" / "x")
+    assert in_home.check(tmp_path / "sibling" / "x") == real(tmp_path / "sibling" / "x")
     below = ReadGuard(clone, home=tmp_path / "home" / "me", tmp=tmp_path / "tmp")
     assert below.check(tmp_path / "home" / "me" / "x") is None and below.check(tmp_path / "tmp" / "x") is None
     assert below.check(tmp_path / "home" / "other") == real(tmp_path / "home" / "other")

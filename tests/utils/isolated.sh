@@ -2,7 +2,7 @@
 # isolated.sh CMD [ARG...]: run CMD where nothing lies beside the clone, as in a user's clone in an
 # empty directory. In a private mount namespace (unshare --mount --propagation private) the clone's
 # parent directory is replaced by an empty tmpfs that holds only the clone, bind-mounted back at the
-# same path: whatever reads ../shared (or any other sibling) fails there, in every process CMD starts
+# same path: whatever reads a sibling of the clone (../anything) fails there, in every process CMD starts
 # (pytest, ansible-playbook, ansible-test, tor, molecule, systemd-nspawn). The host's mounts are
 # untouched; the namespace ends with its last process.
 #
