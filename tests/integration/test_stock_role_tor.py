@@ -46,8 +46,7 @@ def ssh(bed, script, check=True):
 
 
 def restart_tor(bed):
-    ssh(bed, hb.RESTART_TOR)
-    ssh(bed, WAIT_TOR)
+    ssh(bed, hb.RESTART_TOR)  # it waits for the control socket
 
 
 def torrc_sha(bed):
