@@ -6,8 +6,12 @@
 # Lanes at once (ONIONLAB_CI_LANES=1 for one step after the other): a step's lane is named by a
 # '# lane: NAME' line in it (10-pytest: pytest; 15-beds and 47-matrix: beds; the others: checks), the
 # steps of a lane run in order, the lanes side by side; each line of a step's output is prefixed with
-# its name and also kept in .build/ci/<step>.log. A lane stops at its first failed step; the others
-# run to their end. What several lanes use is made before they start (the ansible-core 2.17 venv).
+# its name and also kept in .build/ci/<step>.log. A failed step does not stop its lane (or, with
+# ONIONLAB_CI_LANES=1, the run): the next step runs all the same, and the closing lines list every
+# step with its result and time (.build/ci/<step>.result); the run fails when any step failed.
+# What several lanes use is made before they start: the Debian packages of every step
+# (tests/harness/hosts.py ensure-packages: apt allows one install at a time) and the ansible-core
+# 2.17 venv.
 #
 # The steps run where the clone's parent directory holds nothing but the clone (a private mount
 # namespace, tests/utils/isolated.sh; its first line says whether): no step may read beside the clone,
@@ -21,34 +25,51 @@ only="${1:-}"
 total_start=$(date +%s)
 mkdir -p .build/ci
 
-# run_step NAME [ARGS...]: one step, timed; returns its status.
+# run_step NAME [ARGS...]: one step, timed; its result in .build/ci/NAME.result; returns its status.
 run_step() {
-    local name=$1 start rc=0
+    local name=$1 start rc=0 took
     shift
     printf '\n==== %s\n' "$name"
     start=$(date +%s)
     bash "tests/ci/$name.sh" "$@" || rc=$?
+    took=$(( $(date +%s) - start ))
     if [ "$rc" -ne 0 ]; then
-        printf '==== %s FAILED after %ss\n' "$name" "$(( $(date +%s) - start ))"
+        printf '==== %s FAILED after %ss\n' "$name" "$took"
+        echo "FAILED after ${took}s (exit $rc)" > ".build/ci/$name.result"
     else
-        printf '==== %s passed in %ss\n' "$name" "$(( $(date +%s) - start ))"
+        printf '==== %s passed in %ss\n' "$name" "$took"
+        echo "passed in ${took}s" > ".build/ci/$name.result"
     fi
     return "$rc"
 }
 
-# lane RESULT_FILE STEP...: the steps in order, output prefixed; stops at the first failure.
+# lane STEP...: the steps in order, output prefixed; a failed step does not stop the lane.
 lane() {
-    local result=$1 name passed=0
-    shift
+    local name rc=0
     for name in "$@"; do
-        if run_step "$name" 2>&1 | tee ".build/ci/$name.log" | sed -u "s/^/[$name] /"; then
-            passed=$((passed + 1))
-        else
-            echo "$passed passed, failed: $name" > "$result"
-            return 1
-        fi
+        run_step "$name" 2>&1 | tee ".build/ci/$name.log" | sed -u "s/^/[$name] /" || rc=1
     done
-    echo "$passed passed" > "$result"
+    return "$rc"
+}
+
+# summary STEP...: every step's result and time, then the closing count; fails when a step failed
+# or has no result (it never ran to its end).
+summary() {
+    local name result passed=0 failed=0
+    printf '\n==== steps (%ss in all):\n' "$(( $(date +%s) - total_start ))"
+    for name in "$@"; do
+        result=$(cat ".build/ci/$name.result" 2>/dev/null || echo "FAILED: no result (it did not run to its end)")
+        printf '  %-14s %s\n' "$name" "$result"
+        case "$result" in
+            passed*) passed=$((passed + 1)) ;;
+            *) failed=$((failed + 1)) ;;
+        esac
+    done
+    if [ "$failed" -eq 0 ]; then
+        printf '\n==== all steps passed in %ss\n' "$(( $(date +%s) - total_start ))"
+    fi
+    printf 'steps: %d passed, %d failed\n' "$passed" "$failed"
+    [ "$failed" -eq 0 ]
 }
 
 steps=()
@@ -59,30 +80,27 @@ done
 if [ -n "$only" ]; then
     for name in "${steps[@]}"; do
         if [ "$name" = "$only" ]; then
-            if run_step "$name" "${@:2}"; then
-                printf 'steps: 1 passed, 0 failed\n'
-                exit 0
-            fi
-            printf 'steps: 0 passed, 1 failed\n'
-            exit 1
+            rm -f ".build/ci/$name.result"
+            run_step "$name" "${@:2}" || true
+            summary "$name"
+            exit
         fi
     done
     echo "no step matched '$only'" >&2
     exit 1
 fi
 
+rm -f .build/ci/*.result .build/ci/*.log
+# Before any step: every Debian package a step needs, installed once (the steps call it again: a
+# no-op then). A failure here is reported and the steps still run (each fails on what it lacks).
+python tests/harness/hosts.py ensure-packages || echo "==== installing the Debian packages the steps need FAILED (above)"
+
 if [ "${ONIONLAB_CI_LANES:-2}" = 1 ]; then
-    passed=0
     for name in "${steps[@]}"; do
-        if ! run_step "$name"; then
-            printf 'steps: %d passed, 1 failed\n' "$passed"
-            exit 1
-        fi
-        passed=$((passed + 1))
+        run_step "$name" 2>&1 | tee ".build/ci/$name.log" || true
     done
-    printf '\n==== all steps passed in %ss\n' "$(( $(date +%s) - total_start ))"
-    printf 'steps: %d passed, 0 failed\n' "$passed"
-    exit 0
+    summary "${steps[@]}"
+    exit
 fi
 
 # The ansible-core 2.17 venv (10-pytest, 20-sanity): made once, before the lanes start.
@@ -99,28 +117,18 @@ for name in "${steps[@]}"; do
     fi
     lane_steps[$l]+="$name "
 done
-rm -f .build/ci/lane-*.result .build/ci/*.log
 pids=()
 for l in "${lanes[@]}"; do
     # shellcheck disable=SC2086  # the step names have no spaces
-    lane ".build/ci/lane-$l.result" ${lane_steps[$l]} &
+    lane ${lane_steps[$l]} &
     pids+=($!)
 done
-rc=0
 for pid in "${pids[@]}"; do
-    wait "$pid" || rc=1
+    wait "$pid" || true
 done
-summary=""
+printf '\n==== lanes:'
 for l in "${lanes[@]}"; do
-    summary+="$l ($(echo ${lane_steps[$l]})): $(cat ".build/ci/lane-$l.result" 2>/dev/null || echo 'no result'); "
+    printf ' %s (%s);' "$l" "$(echo ${lane_steps[$l]})"
 done
-printf '\n==== lanes: %s%ss in all\n' "$summary" "$(( $(date +%s) - total_start ))"
-grep -h '^==== .* \(passed in\|FAILED after\)' .build/ci/*.log | sed 's/^==== /  /' || true
-passed=$(cat .build/ci/*.log | grep -c '^==== .* passed in' || true)
-failed=$(cat .build/ci/*.log | grep -c '^==== .* FAILED after' || true)
-if [ "$rc" -ne 0 ] || [ "$failed" -ne 0 ]; then
-    printf 'steps: %d passed, %d failed\n' "$passed" "$((failed > 0 ? failed : 1))"
-    exit 1
-fi
-printf '\n==== all steps passed in %ss\n' "$(( $(date +%s) - total_start ))"
-printf 'steps: %d passed, 0 failed\n' "$passed"
+printf '\n'
+summary "${steps[@]}"

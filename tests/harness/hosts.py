@@ -50,7 +50,7 @@ CLI::
     python tests/harness/hosts.py inventory --dir DIR     # print the inventory (JSON = YAML)
     python tests/harness/hosts.py down --dir DIR
     python tests/harness/hosts.py cleanup [--all]
-    python tests/harness/hosts.py ensure-packages
+    python tests/harness/hosts.py ensure-packages   # every Debian package a step needs (CONTROLLER_PACKAGES)
     python tests/harness/hosts.py apt-repo onionbalance [--suite S]  # build (or find) the cached repo
 """
 
@@ -85,8 +85,20 @@ RECIPE_VERSION = 2
 MARKER = '.onionlab-rootfs.json'
 ESSENTIAL = ['usr/lib/systemd/systemd', 'usr/sbin/sshd', 'usr/bin/python3', 'usr/bin/tor',
              'etc/ssh/sshd_config', 'usr/share/tor/tor-service-defaults-torrc']
-APT_PACKAGES = {'systemd-nspawn': 'systemd-container', 'debootstrap': 'debootstrap',
-                'ssh': 'openssh-client', 'ssh-keygen': 'openssh-client'}
+# What this machine (the controller) needs from Debian's packages, by group: a command (or file)
+# -> the package that has it. ./run installs tor, python3-venv and git itself (before .venv exists).
+#   bed: the nspawn hosts (HostBed, `up`, the demo);
+#   tests: what the tests run besides: the private network's tor-gencert, Onionbalance on the
+#     private network (test_privnet_onionbalance.py), a real Prometheus (test_metrics_*.py), curl
+#     beside tor_onion_probe (test_tor_onion_probe.py).
+CONTROLLER_PACKAGES = {
+    'bed': {'systemd-nspawn': 'systemd-container', 'debootstrap': 'debootstrap',
+            'ssh': 'openssh-client', 'ssh-keygen': 'openssh-client', 'dpkg-deb': 'dpkg'},
+    'tests': {'tor': 'tor', 'tor-gencert': 'tor', 'onionbalance': 'onionbalance',
+              '/usr/bin/prometheus': 'prometheus', '/usr/bin/promtool': 'prometheus', 'curl': 'curl'},
+}
+PACKAGE_GROUPS = tuple(CONTROLLER_PACKAGES)
+APT_PACKAGES = CONTROLLER_PACKAGES['bed']  # the name before the groups
 SSH_BASE_PORT = 2200
 DEFAULT_MIRROR = 'http://deb.debian.org/debian'
 UBUNTU_MIRROR = os.environ.get('ONIONLAB_UBUNTU_MIRROR', 'http://archive.ubuntu.com/ubuntu')
@@ -120,18 +132,43 @@ def beds_dir():
 # packages and mirror
 # ---------------------------------------------------------------------------
 
-def ensure_packages():
-    """apt-get install systemd-container, debootstrap, openssh-client if missing."""
-    need = sorted({pkg for cmd, pkg in APT_PACKAGES.items() if not shutil.which(cmd)})
-    if not need:
+def _have(cmd):
+    """Whether a command exists (on PATH, or in the sbin directories a non-root PATH lacks)."""
+    if os.path.isabs(cmd):
+        return os.access(cmd, os.X_OK)
+    return bool(shutil.which(cmd, path=os.pathsep.join([os.environ.get('PATH', ''), '/usr/sbin', '/sbin'])))
+
+
+def missing_packages(groups=PACKAGE_GROUPS):
+    """The Debian packages of these groups (CONTROLLER_PACKAGES) whose commands are missing."""
+    return sorted({pkg for g in groups for cmd, pkg in CONTROLLER_PACKAGES[g].items() if not _have(cmd)})
+
+
+def ensure_packages(groups=('bed',)):
+    """apt-get install the Debian packages of these groups (CONTROLLER_PACKAGES) whose commands are
+    missing; returns them. ``bed`` (the default, for a bed alone: the fixtures, ``up``) or every group
+    (``ensure-packages``, what the steps of ./run test call). One install at a time on this machine:
+    an flock of ours (the CI lanes call this at the same time), and apt's own lock waited for
+    (DPkg::Lock::Timeout) when something else holds it. apt-get update only when the install fails
+    (a fresh machine has no or old package lists)."""
+    if not missing_packages(groups):
         return []
     sudo = [] if os.geteuid() == 0 else ['sudo']
     env = dict(os.environ, DEBIAN_FRONTEND='noninteractive')
-    log('installing Debian packages: %s' % ' '.join(need))
-    install = sudo + ['apt-get', 'install', '-y', '-qq', '--no-install-recommends'] + need
-    if subprocess.call(install, env=env, stdout=subprocess.DEVNULL) != 0:
-        subprocess.check_call(sudo + ['apt-get', 'update', '-qq'], env=env)
-        subprocess.check_call(install, env=env, stdout=subprocess.DEVNULL)
+    wait = ['-o', 'DPkg::Lock::Timeout=600']
+    with open(os.path.join(cache_dir(), 'apt-install.lock'), 'a') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        need = missing_packages(groups)  # again: another process may have installed them meanwhile
+        if not need:
+            return []
+        log('installing Debian packages: %s' % ' '.join(need))
+        install = sudo + ['apt-get'] + wait + ['install', '-y', '-qq', '--no-install-recommends'] + need
+        if subprocess.call(install, env=env, stdout=subprocess.DEVNULL) != 0:
+            subprocess.check_call(sudo + ['apt-get'] + wait + ['update', '-qq'], env=env)
+            subprocess.check_call(install, env=env, stdout=subprocess.DEVNULL)
+        still = missing_packages(groups)
+        if still:
+            raise RuntimeError('installed %s, but these still lack their commands: %s' % (' '.join(need), still))
     return need
 
 
@@ -1235,7 +1272,7 @@ def main(argv=None):
     sub.add_parser('ensure-packages')
     args = p.parse_args(argv)
     if args.cmd == 'ensure-packages':
-        ensure_packages()
+        ensure_packages(PACKAGE_GROUPS)
         return 0
     return {'up': cmd_up, 'down': cmd_down, 'cleanup': cmd_cleanup, 'inventory': cmd_inventory,
             'apt-repo': cmd_apt_repo}[args.cmd](args)
