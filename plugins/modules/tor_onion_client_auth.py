@@ -219,6 +219,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._common import (
     module_kwargs,
 )
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import client_auth as ca
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
 
 
 class _Refusal(Exception):
@@ -339,10 +340,18 @@ def _tor_sort_key(cred):
 
 
 def _unlink(path):
+    """Remove a file of tor's ClientOnionAuthDir, its directory opened without following a link
+    (tor's user owns it, often its parent too)."""
     try:
-        os.unlink(path)
+        dir_fd = hs.open_dir(os.path.dirname(path))
+    except FileNotFoundError:
+        return
+    try:
+        os.unlink(os.path.basename(path), dir_fd=dir_fd)
     except FileNotFoundError:
         pass            # tor's REMOVE took it
+    finally:
+        os.close(dir_fd)
 
 
 # -- as files ------------------------------------------------------------------------------------------------
@@ -423,18 +432,24 @@ def _files(module, sid, key, name):
     diff = {"before": before, "after": after, "before_header": directory, "after_header": directory}
 
     if changed and not module.check_mode:
+        # tor's user may own the directory and its parent: every change goes through the
+        # directory's descriptor (opened without following a link), none through a path
         uid, gid = owner if owner else (-1, -1)
-        if make_dir:
-            os.mkdir(directory, 0o700)
-            _apply_fix(directory, 0o700, owner)
-        elif fix_dir:
-            _apply_fix(directory, 0o700, owner)
-        for path in strays:
-            _unlink(path)
-        if write:
-            ca.write_file(own_file, ca.format_line(sid, key), uid, gid)
-        elif fix_file:
-            _apply_fix(own_file, 0o600, owner)
+        dir_fd = hs.make_dir(directory, 0o700, uid, gid) if make_dir else hs.open_dir(directory)
+        try:
+            if fix_dir:
+                hs.set_owner_mode(dir_fd, 0o700, uid, gid)
+            for path in strays:
+                try:
+                    os.unlink(os.path.basename(path), dir_fd=dir_fd)
+                except FileNotFoundError:
+                    pass
+            if write:
+                ca.write_file(own_file, ca.format_line(sid, key), uid, gid, dir_fd=dir_fd)
+            elif fix_file:
+                hs.fix_file(os.path.basename(own_file), 0o600, uid, gid, dir_fd=dir_fd, shown=own_file)
+        finally:
+            os.close(dir_fd)
         listed = ca.read_dir(directory)[0]
     else:
         listed = [c for c in creds if c.service_id != sid] + ([wanted] if wanted else [])
@@ -466,12 +481,6 @@ def _fix(path, mode, owner):
     if owner and st.st_uid != owner[0]:
         wrong.append("owner %d -> %d" % (st.st_uid, owner[0]))
     return ", ".join(wrong) or None
-
-
-def _apply_fix(path, mode, owner):
-    os.chmod(path, mode)
-    if owner:
-        os.chown(path, owner[0], owner[1], follow_symlinks=False)
 
 
 def _result(changed, after, sid, directory, removed, diff):

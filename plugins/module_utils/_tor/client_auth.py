@@ -377,11 +377,16 @@ def read_dir(path):
     return creds, ignored
 
 
-def write_file(path, content, uid=-1, gid=-1):
+def write_file(path, content, uid=-1, gid=-1, dir_fd=None):
     """Write content to path atomically: a 0600 temporary file beside it (owner set before it holds
-    the key name), then rename."""
+    the key name), then rename. With dir_fd (the directory opened without following a link: tor's
+    user may own it), the file is that directory's entry of path's base name."""
     directory, base = os.path.split(path)
-    hs.write_secret(path, content.encode("ascii"), os.path.join(directory, ".%s.onionlab-new" % base), uid, gid)
+    tmp = ".%s.onionlab-new" % base
+    if dir_fd is None:
+        hs.write_secret(path, content.encode("ascii"), os.path.join(directory, tmp), uid, gid)
+    else:
+        hs.write_secret(base, content.encode("ascii"), tmp, uid, gid, dir_fd=dir_fd)
 
 
 __all__ = ["Credential", "add", "remove", "view", "parse_view", "auth_dir", "check_service_id",

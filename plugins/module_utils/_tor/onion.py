@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import errno
 import hashlib
 import os
 import re
+import stat
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import TorError
 
@@ -275,9 +277,18 @@ SECRET_HEADER = b"== ed25519v1-secret: type0 ==\x00\x00\x00"
 PUBLIC_HEADER = b"== ed25519v1-public: type0 ==\x00\x00\x00"
 
 
+def _read_head(path, size=200):
+    """The first bytes of a file in a service directory (tor's user owns it): no symbolic link
+    followed and no FIFO waited on (an OSError instead)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        return handle.read(size)
+
+
 def _read_key_file(path, header, size, what):
-    with open(path, "rb") as handle:
-        data = handle.read(200)
+    data = _read_head(path)
     if len(data) != len(header) + size or not data.startswith(header):
         raise OnionKeyError("%s is not a tor ed25519 %s key file" % (path, what))
     return data[len(header):]
@@ -304,8 +315,8 @@ def service_dir_address(path):
     else:
         return None
     if os.path.exists(host_path):
-        with open(host_path, "rb") as handle:   # bytes: a hostname file of junk is an error, not a crash
-            hostname = handle.read(200).decode("ascii", "replace").strip()
+        # bytes: a hostname file of junk is an error, not a crash
+        hostname = _read_head(host_path).decode("ascii", "replace").strip()
         if hostname != address + ".onion":
             raise OnionKeyError("%s says %s but the service's key gives %s.onion" % (host_path, hostname[:80], address))
     return address + ".onion"

@@ -104,32 +104,48 @@ def vanguards_lite(ctl):
 
 
 # -- reading ------------------------------------------------------------------------------------
-def read_authorized_clients(path):
-    """[{'name', 'public_key'}] from <path>/authorized_clients/*.auth (None when unreadable)."""
-    directory = os.path.join(path, AUTH_DIR)
+def _open_auth_dir(path):
+    """A descriptor of <path>/authorized_clients, each of the two opened without following a link
+    (tor's user owns both the service directory and its parent)."""
+    service_fd = hs.open_dir(path)
     try:
-        names = sorted(os.listdir(directory))
+        return hs.open_dir(AUTH_DIR, service_fd, os.path.join(path, AUTH_DIR))
+    finally:
+        os.close(service_fd)
+
+
+def read_authorized_clients(path):
+    """[{'name', 'public_key'}] from <path>/authorized_clients/*.auth (None when unreadable).
+    Only regular files are read (no link followed, no FIFO waited on); others are left out."""
+    try:
+        auth_fd = _open_auth_dir(path)
     except OSError:
         return None
-    clients = []
-    for name in names:
-        if not name.endswith(".auth"):
-            continue
-        try:
-            with open(os.path.join(directory, name)) as handle:
-                text = handle.read(1024).strip()
-        except OSError:
-            continue
-        key = text.split(":")[-1] if text.startswith("descriptor:x25519:") else None
-        clients.append({"name": name[:-5], "public_key": key})
-    return clients
+    try:
+        names = sorted(os.listdir(auth_fd))
+        clients = []
+        for name in names:
+            if not name.endswith(".auth"):
+                continue
+            try:
+                data, _st = hs.read_regular(name, 1024, dir_fd=auth_fd)
+            except OSError:
+                continue
+            text = data.decode("utf-8", "replace").strip()
+            key = text.split(":")[-1] if text.startswith("descriptor:x25519:") else None
+            clients.append({"name": name[:-5], "public_key": key})
+        return clients
+    except OSError:
+        return None
+    finally:
+        os.close(auth_fd)
 
 
 def read_ob_config(path):
-    """The text of a service directory's ob_config (None: no such file, or unreadable)."""
+    """The text of a service directory's ob_config (None: no such file, or unreadable, or not a
+    regular file)."""
     try:
-        with open(os.path.join(path, hs.OB_CONFIG)) as handle:
-            return handle.read(4096)
+        return hs.read_regular(os.path.join(path, hs.OB_CONFIG), 4096)[0].decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return None
 
@@ -557,13 +573,6 @@ def _tor_owner(facts):
     return -1, -1
 
 
-def _chown_to_tor(path, facts):
-    """Give a file or directory we made to tor's user (when we are root and tor is not)."""
-    uid, gid = _tor_owner(facts)
-    if uid != -1:
-        os.chown(path, uid, gid)
-
-
 def _held(services):
     """What must be the same in tor after our SETCONF: each service's path, ports and typed
     options in order, and its other options with tor's spelling of names and booleans
@@ -608,12 +617,104 @@ def _left_behind(made_dirs, keys_written, key_writes):
 
 
 def _make_dir(path, facts):
+    """A new service directory, 0700, tor's user's: its mode and owner are set through its
+    descriptor (opened without following a link), never by path: tor's user can write the parent."""
     parent = os.path.dirname(path)
     if not os.path.isdir(parent):
         raise ServiceError("the parent directory %s of %s does not exist" % (parent, path))
-    os.mkdir(path, 0o700)
-    os.chmod(path, 0o700)
-    _chown_to_tor(path, facts)
+    os.close(hs.make_dir(path, 0o700, *_tor_owner(facts)))
+
+
+def _unlink_in(path, name):
+    """Remove a file of a service directory (opened without following a link); none is fine."""
+    try:
+        dir_fd = hs.open_dir(path)
+    except FileNotFoundError:
+        return
+    try:
+        os.unlink(name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        pass
+    finally:
+        os.close(dir_fd)
+
+
+_AUTH_FILE_MAX = 1 << 16
+
+
+def _saved_client_file(name, auth_fd, shown):
+    """What undo needs to put a client file back exactly: None (there is none), ("file", bytes,
+    stat) or ("link", target, stat). Anything else (a FIFO, a directory, a file too large to be a
+    client's) is refused before this run changes anything in the directory."""
+    try:
+        st = os.stat(name, dir_fd=auth_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        return ("link", os.readlink(name, dir_fd=auth_fd), st)
+    data, st = hs.read_regular(name, _AUTH_FILE_MAX + 1, dir_fd=auth_fd, shown=shown)
+    if len(data) > _AUTH_FILE_MAX:
+        raise ServiceError("%s is larger than %d bytes: not a client file; move it away" % (shown, _AUTH_FILE_MAX))
+    return ("file", data, st)
+
+
+def _put_back_client_file(name, saved, auth_fd):
+    """One client file as it was before this run: content, owner, group and mode (or no file)."""
+    tmp = name + ".onionlab-new"
+    if saved is None:
+        try:
+            os.unlink(name, dir_fd=auth_fd)
+        except FileNotFoundError:
+            pass
+        return
+    kind, what, st = saved
+    if kind == "file":
+        hs.write_secret(name, what, tmp, st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode), dir_fd=auth_fd)
+        return
+    try:
+        os.unlink(tmp, dir_fd=auth_fd)
+    except FileNotFoundError:
+        pass
+    os.symlink(what, tmp, dir_fd=auth_fd)
+    try:
+        os.chown(tmp, st.st_uid, st.st_gid, dir_fd=auth_fd, follow_symlinks=False)
+        os.rename(tmp, name, src_dir_fd=auth_fd, dst_dir_fd=auth_fd)
+    except BaseException:
+        try:
+            os.unlink(tmp, dir_fd=auth_fd)
+        except OSError:
+            pass
+        raise
+
+
+def _restore_client_files(path, saved, made):
+    """Put <path>/authorized_clients back as tor could read it before this run (see
+    PersistentManager._write_clients); the directory goes when this run made it. Best effort:
+    what cannot be put back does not hide the error that made the run stop."""
+    try:
+        service_fd = hs.open_dir(path)
+    except OSError:
+        return
+    try:
+        try:
+            auth_fd = hs.open_dir(AUTH_DIR, service_fd)
+        except OSError:
+            return
+        try:
+            for name, entry in saved.items():
+                try:
+                    _put_back_client_file(name, entry, auth_fd)
+                except OSError:
+                    pass
+        finally:
+            os.close(auth_fd)
+        if made:
+            try:
+                os.rmdir(AUTH_DIR, dir_fd=service_fd)
+            except OSError:
+                pass
+    finally:
+        os.close(service_fd)
 
 
 def set_conf_explained(ctl, pairs):
@@ -787,10 +888,7 @@ class PersistentManager(object):
             self._undo_ob_configs(undo_ob, made_dirs)
             raise
         for path in steps.ob_removes:   # only once tor runs without the flag (or never had it)
-            try:
-                os.unlink(os.path.join(path, hs.OB_CONFIG))
-            except FileNotFoundError:
-                pass
+            _unlink_in(path, hs.OB_CONFIG)
         for path in steps.purge_dirs:   # only what was asked, only after tor let go of it
             shutil.rmtree(path)
         if made_dirs:
@@ -839,41 +937,59 @@ class PersistentManager(object):
             raise ServiceError("cannot write %s: %s; %s" % (self.drop_in, exc.strerror or exc, rollback))
 
     def _write_clients(self, path, write, delete):
+        """Write the client files `write` ({name: public key}, 0600, tor's user's) and delete
+        `delete` in <path>/authorized_clients (made when missing). Returns the undo, which puts
+        the directory back exactly as tor could read it before: each file's content, owner, group
+        and mode, the files this run added removed, the directory removed when this run made it
+        (tor enables client authorization only when a client file loads: a file put back that
+        tor's user cannot read would publish the service to everyone at the next reload). A
+        failure half-way undoes itself. tor's user owns the service directory and this one:
+        every name is resolved against their descriptors, opened without following a link."""
+        uid, gid = _tor_owner(self.facts)
         directory = os.path.join(path, AUTH_DIR)
-        if not os.path.isdir(directory):
-            os.mkdir(directory, 0o700)
-            _chown_to_tor(directory, self.facts)
-        saved = {}
-        for name in list(write) + list(delete):
-            file_path = os.path.join(directory, name + ".auth")
+        service_fd = hs.open_dir(path)
+        made = False
+        try:
             try:
-                with open(file_path) as handle:
-                    saved[file_path] = handle.read()
-            except OSError:
-                saved[file_path] = None
-        for name, key in write.items():
-            file_path = os.path.join(directory, name + ".auth")
-            hs.atomic_write(file_path, "descriptor:x25519:%s\n" % key, 0o600)
-            _chown_to_tor(file_path, self.facts)
-        for name in delete:
-            os.unlink(os.path.join(directory, name + ".auth"))
+                auth_fd = hs.open_dir(AUTH_DIR, service_fd, directory)
+            except FileNotFoundError:
+                auth_fd = hs.make_dir(AUTH_DIR, 0o700, uid, gid, dir_fd=service_fd, shown=directory)
+                made = True
+        finally:
+            os.close(service_fd)
+        saved = {}
 
         def undo():
-            for file_path, content in saved.items():
-                try:
-                    if content is None:
-                        if os.path.exists(file_path):
-                            os.unlink(file_path)
-                    else:
-                        hs.atomic_write(file_path, content, 0o600)
-                except OSError:
-                    pass
+            _restore_client_files(path, saved, made)
+        try:
+            for name in list(write) + list(delete):
+                file_name = name + ".auth"
+                saved[file_name] = _saved_client_file(file_name, auth_fd, os.path.join(directory, file_name))
+            for name, key in write.items():
+                file_name = name + ".auth"
+                hs.write_secret(file_name, ("descriptor:x25519:%s\n" % key).encode("ascii"),
+                                file_name + ".onionlab-new", uid, gid, dir_fd=auth_fd)
+            for name in delete:
+                os.unlink(name + ".auth", dir_fd=auth_fd)
+        except BaseException:
+            os.close(auth_fd)
+            auth_fd = None
+            undo()
+            raise
+        finally:
+            if auth_fd is not None:
+                os.close(auth_fd)
         return undo
 
     def _write_ob_config(self, path, text):
-        """ob_config (0600, tor's user) written to ob_config.onionlab-new and renamed."""
-        file_path = os.path.join(path, hs.OB_CONFIG)
-        hs.write_secret(file_path, text.encode("ascii"), file_path + ".onionlab-new", *_tor_owner(self.facts))
+        """ob_config (0600, tor's user) written to ob_config.onionlab-new and renamed, in the
+        service directory opened without following a link."""
+        dir_fd = hs.open_dir(path)
+        try:
+            hs.write_secret(hs.OB_CONFIG, text.encode("ascii"), hs.OB_CONFIG + ".onionlab-new",
+                            *_tor_owner(self.facts), dir_fd=dir_fd)
+        finally:
+            os.close(dir_fd)
 
     def _undo_ob_configs(self, saved, made_dirs):
         """Put back the ob_config files this run replaced (a directory this run made goes as a whole)."""
@@ -882,7 +998,7 @@ class PersistentManager(object):
                 continue
             try:
                 if text is None:
-                    os.unlink(os.path.join(path, hs.OB_CONFIG))
+                    _unlink_in(path, hs.OB_CONFIG)
                 else:
                     self._write_ob_config(path, text)
             except OSError:
@@ -895,14 +1011,17 @@ class PersistentManager(object):
         from a run that died mid-write (runs hold the tor's lock, so none is writing it now):
         it is removed first; a failed write removes its own."""
         public = onion.ed25519_public_from_expanded(expanded)
-        for name, data in (("hs_ed25519_secret_key", onion.SECRET_HEADER + expanded),
-                           ("hs_ed25519_public_key", onion.PUBLIC_HEADER + public)):
-            file_path = os.path.join(path, name)
-            tmp = file_path + ".onionlab-new"
-            hs.write_secret(file_path, data, tmp, *_tor_owner(self.facts))
-        host = os.path.join(path, "hostname")
-        if os.path.exists(host):
-            os.unlink(host)  # tor writes it anew from the key
+        dir_fd = hs.open_dir(path)   # tor's user owns it and its parent: no link followed
+        try:
+            for name, data in (("hs_ed25519_secret_key", onion.SECRET_HEADER + expanded),
+                               ("hs_ed25519_public_key", onion.PUBLIC_HEADER + public)):
+                hs.write_secret(name, data, name + ".onionlab-new", *_tor_owner(self.facts), dir_fd=dir_fd)
+            try:
+                os.unlink("hostname", dir_fd=dir_fd)  # tor writes it anew from the key
+            except FileNotFoundError:
+                pass
+        finally:
+            os.close(dir_fd)
 
     def _add_include(self):
         with open(self.facts.config_file) as handle:
