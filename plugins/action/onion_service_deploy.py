@@ -5,12 +5,11 @@
 in one task. The controller's part (checks of the play's variables, clients and their keys in
 the escrow, key generations and profiles, escrow reads and writes) is done here in Python; the
 host's part is one run of the module of the same name (module_utils/_onion_service_deploy.py).
-Keys never reach the result: the keys the host sends back are written to the escrow and dropped."""
+Keys never reach the result, nor the module's raw output: the keys the host sends back are sealed to
+this run's one-time key (module_utils/_tor/seal.py), opened here, written to the escrow and dropped."""
 
 from __future__ import annotations
 
-import base64
-import errno
 import os
 import re
 
@@ -27,7 +26,8 @@ from ansible_collections.onionlab.tor.plugins.filter.onion_service_unknown_varia
 )
 from ansible_collections.onionlab.tor.plugins.lookup.onion_client_key import get_or_create, read_key
 from ansible_collections.onionlab.tor.plugins.module_utils import _onion_service_deploy as deploy
-from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion, seal
+from ansible_collections.onionlab.tor.plugins.plugin_utils.escrow import Escrow, name_problem
 
 display = Display()
 
@@ -56,66 +56,6 @@ def combine(base, *others):
     return out
 
 
-class Escrow(object):
-    """The controller's escrow of one host: DIR/HOST/SERVICE/... in 0700 directories, files 0600."""
-
-    def __init__(self, backup_dir, host):
-        self.root = backup_dir
-        self.host_dir = os.path.join(backup_dir, host)
-        self.changed = False
-
-    def path(self, name, *rest):
-        return os.path.join(self.host_dir, name, *rest)
-
-    def read(self, name, filename):
-        try:
-            with open(self.path(name, filename), "rb") as handle:
-                return handle.read(4096)
-        except (IOError, OSError) as exc:
-            if exc.errno == errno.ENOENT:
-                return None
-            raise
-
-    def directory(self, path):
-        parent = os.path.dirname(path)
-        if parent != path and not os.path.isdir(parent):   # as ansible.builtin.file makes them: 0700
-            self.directory(parent)
-        try:
-            os.mkdir(path, 0o700)
-            self.changed = True
-        except OSError as exc:
-            if exc.errno != errno.EEXIST:
-                raise
-        if os.stat(path).st_mode & 0o7777 != 0o700:
-            os.chmod(path, 0o700)
-            self.changed = True
-
-    def write(self, name, filename, data):
-        """The file (0600), when its content or mode differs."""
-        for path in (self.root, self.host_dir, self.path(name)):
-            self.directory(path)
-        path = self.path(name, filename)
-        if self.read(name, filename) == data:
-            if os.stat(path).st_mode & 0o7777 != 0o600:
-                os.chmod(path, 0o600)
-                self.changed = True
-            return
-        tmp = path + ".onionlab-new"
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-            os.chmod(tmp, 0o600)
-            os.rename(tmp, path)
-        except BaseException:
-            if os.path.lexists(tmp):
-                os.unlink(tmp)
-            raise
-        self.changed = True
-
-
 class ActionModule(ActionBase):
 
     TRANSFERS_FILES = False
@@ -132,7 +72,7 @@ class ActionModule(ActionBase):
             result.update(self._deploy(args, host, task_vars))
         except _Fail as exc:
             result.update(failed=True, msg=exc.msg, changed=False)
-        except (AnsibleError, OSError, ValueError) as exc:
+        except (AnsibleError, OSError, ValueError, seal.SealError) as exc:
             result.update(failed=True, msg="%s: %s on %s: %s" % (ROLE, type(exc).__name__, host, redacted(exc)))
         return result
 
@@ -147,6 +87,10 @@ class ActionModule(ActionBase):
                         "changed on %s." % (ROLE, ", ".join(u["text"] for u in unknown), host))
         if not args["backup_dir"]:
             raise _Fail("%s: backup_dir (onion_service_backup_dir) is required" % ROLE)
+        problem = name_problem(host, "inventory host name")
+        if problem:
+            raise _Fail("%s: %s; rename the host in the inventory (or give it an alias). Nothing was changed."
+                        % (ROLE, problem))
         services = args["services"]
         service_dir = os.path.normpath(args["service_dir"])
         escrow = Escrow(args["backup_dir"], host)
@@ -177,9 +121,11 @@ class ActionModule(ActionBase):
                 (paths[name], self._blob(escrow, name, data)) for name, data in escrowed.items()
                 if data is not None and name not in args["private_keys"])
         check_mode = self._task.check_mode
+        opener = None
         if args["backup"] and not check_mode:
             module_args["escrow_sums"] = dict((paths[name], deploy.file_sum(data) if data is not None else None)
                                               for name, data in escrowed.items())
+            opener, module_args["escrow_seal"] = seal.new_key_pair()
         out = self._run_module(module_args, task_vars)
         updates = out.pop("escrow_updates", None) or {}
         out.pop("invocation", None)
@@ -198,14 +144,20 @@ class ActionModule(ActionBase):
                                                   if g["generation"] == "previous"),
             onion_service_directory_addresses=dict((g["name"], address(g)) for g in present),
         )
+        warnings = list(out.get("warnings") or [])
         if args["backup"] and not check_mode:
             by_name = dict((v, k) for k, v in paths.items())
-            for path, data in sorted(updates.items()):
-                escrow.write(by_name[path], deploy.KEY_FILE, base64.b64decode(data))
+            for path, box in sorted(updates.items()):
+                name = by_name[path]
+                replaced = escrow.write_key(name, seal.open_box(opener, box))
+                if replaced:
+                    warnings.append(
+                        "%s: %s on %s now serves %s, not the escrowed key of %s; the escrowed key is kept in %s "
+                        "(restore it by putting it back in %s, or through onion_service_private_keys)"
+                        % (ROLE, paths[name], host, facts["onion_service_directory_addresses"].get(name), replaced,
+                           escrow.path(name, "replaced", replaced), escrow.path(name)))
             for g in present:
-                escrow.directory(escrow.root)
-                escrow.directory(escrow.host_dir)
-                escrow.directory(escrow.path(g["name"]))
+                escrow.directories(g["name"])
             for name, value in sorted(facts["onion_service_directory_addresses"].items()):
                 if value:
                     escrow.write(name, "hostname", (value + "\n").encode("ascii"))
@@ -217,7 +169,7 @@ class ActionModule(ActionBase):
             restored=out.get("restored", []), pruned=out.get("orphans", []),
             client_key_files=[k["escrow"] for k in key_files],
             present=[dict((k, g.get(k)) for k in SUMMARY_FIELDS) for g in present],
-            **dict((k, out[k]) for k in ("diff", "warnings") if out.get(k)))
+            **dict((k, v) for k, v in (("diff", out.get("diff")), ("warnings", warnings)) if v))
 
     def _clients(self, args, host, task_vars, services, create=False):
         """onion_services[].clients and authorized_clients without a public key -> {service: authorized_clients}
@@ -245,14 +197,22 @@ class ActionModule(ActionBase):
         return authorized, key_files
 
     def _run_module(self, module_args, task_vars):
-        """One run of the module on the host. Its arguments (escrowed keys) and its output (keys for the escrow)
-        hold secrets: the connection is told no_log, so that -vvv prints neither (ssh prints a command's output)."""
-        no_log = self._play_context.no_log
-        self._play_context.no_log = True
+        """One run of the module on the host. Its arguments hold escrowed keys and its output the host's keys
+        (sealed to this run's key): the connection is told no_log too, so that ssh at -vvv prints neither
+        ("censored due to no log"). ansible-core 2.19 gives the connection a play context of its own, apart
+        from this action's: both are told, and both restored after."""
+        contexts = [self._play_context]
+        connection_context = getattr(self._connection, "_play_context", None)
+        if connection_context is not None and connection_context is not self._play_context:
+            contexts.append(connection_context)
+        saved = [c.no_log for c in contexts]
+        for context in contexts:
+            context.no_log = True
         try:
             return self._execute_module(module_name=MODULE, module_args=module_args, task_vars=task_vars)
         finally:
-            self._play_context.no_log = no_log
+            for context, no_log in zip(contexts, saved):
+                context.no_log = no_log
 
     def _access(self, args, task_vars):
         """Whether this user may write where the role writes (one run of the module that does nothing else)."""

@@ -102,10 +102,10 @@ import re
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.onionlab.tor.plugins.filter.onion_service_generations import generations
-
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import client_auth
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import TorError
+from ansible_collections.onionlab.tor.plugins.plugin_utils.escrow import name_problem
 
 CLIENT_NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,16}\Z")
 # a service name is a directory name on the server and in the escrow
@@ -154,6 +154,8 @@ def _clients_of(server, service, index, backup_dir, inventory):
         _fail(where, "each service must be a dict")
     if "clients" not in service or service["clients"] is None:
         return []
+    if name_problem(server, "inventory host name"):
+        _fail(where, name_problem(server, "inventory host name"))
     name = service.get("name")
     if not isinstance(name, str) or not SERVICE_NAME_RE.match(name):
         _fail(where, "a service with clients needs a name of letters, digits, '-', '_' and '.' "

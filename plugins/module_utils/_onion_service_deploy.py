@@ -15,7 +15,6 @@ which validates the role's arguments with it on the controller and sends the hos
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import os
@@ -24,7 +23,7 @@ import re
 from ansible_collections.onionlab.tor.plugins.module_utils._common import control_argument_spec, error_message
 from ansible_collections.onionlab.tor.plugins.module_utils._hidden_service_args import SERVICE_OPTIONS
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
-from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion, seal
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_manager as sm
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import TorError
 
@@ -60,6 +59,7 @@ def argument_spec():
         keys=dict(type="dict", default={}, no_log=True),
         escrow_keys=dict(type="dict", default={}, no_log=True),
         escrow_sums=dict(type="dict", no_log=True),
+        escrow_seal=dict(type="str"),
         access_only=dict(type="bool", default=False),
     )
 
@@ -152,13 +152,14 @@ def file_sum(data):
     return hashlib.sha256(data).hexdigest()
 
 
-def escrow_updates(paths, sums):
-    """{path: base64 of the key file} of each host key that the escrow lacks or holds differently."""
+def escrow_updates(paths, sums, recipient):
+    """{path: the key file sealed to the controller's one-time key (seal.py)} of each host key that the escrow
+    lacks or holds differently: no key crosses the connection in clear, whatever prints the module's output."""
     out = {}
     for path in paths:
         data = host_key(path)
         if data is not None and file_sum(data) != sums.get(path):
-            out[path] = base64.b64encode(data).decode("ascii")
+            out[path] = seal.seal(recipient, data)
     return out
 
 
@@ -201,6 +202,16 @@ def deploy(p, manager_for, check_mode, diff, run):
     entries = p["entries"]
     if p["pow"] and entries and pow_supported(p["pow_supported"], p["tor_binary"], run):
         entries = [e if e.get("onionbalance_frontend") else with_pow_default([e])[0] for e in entries]
+    manager = manager_for(check_mode)
+    if check_mode:
+        return _deploy(p, entries, manager_for, manager, check_mode, diff)
+    # the record is read, the services changed and the record written back under the tor's lock: two runs at
+    # once on one host (two playbooks) each see the other's services in the record
+    with sm.tor_lock(manager.ctl, manager.facts, manager.lock_timeout):
+        return _deploy(p, entries, manager_for, manager, check_mode, diff)
+
+
+def _deploy(p, entries, manager_for, manager, check_mode, diff):
     present = [e["path"] for e in entries]
     absent = [(os.path.normpath(a["path"]), a["purge"]) for a in p["absent"]]
     listed = present + [a for a, _purge in absent]
@@ -219,7 +230,6 @@ def deploy(p, manager_for, check_mode, diff, run):
         raise Refused("refused", error_message(exc))
     result = {"changed": False, "services": [], "diff": [], "restored": sorted(escrowed), "orphans": orphans,
               "purged": [], "escrow_updates": {}}
-    manager = manager_for(check_mode)
     steps = []
     for purge in (True, False):
         gone = [a for a, flag in absent if flag == purge] + ([] if purge else orphans)
@@ -246,7 +256,7 @@ def deploy(p, manager_for, check_mode, diff, run):
     if p["state_file"] and write_record(p["state_file"], record_text(record)):
         result["changed"] = True
     if p["escrow_sums"] is not None:
-        result["escrow_updates"] = escrow_updates(present, p["escrow_sums"])
+        result["escrow_updates"] = escrow_updates(present, p["escrow_sums"], p["escrow_seal"])
     return result
 
 

@@ -139,8 +139,12 @@ options:
     default: {}
   escrow_sums:
     description: Set by the action plugin (the SHA-256 of each escrowed key file by service directory; the
-      keys that differ are sent back). Not given, nothing is sent back.
+      keys that differ are sent back, sealed to O(escrow_seal)). Not given, nothing is sent back.
     type: dict
+  escrow_seal:
+    description: Set by the action plugin (the controller's one-time x25519 public key, base64; the keys sent
+      back are sealed to it, so that no key crosses the connection in clear). Required with O(escrow_sums).
+    type: str
   access_only:
     description: Set by the action plugin (only check whether this user may write where the role writes).
     type: bool
@@ -240,7 +244,8 @@ def _stdout_of(module):
 
 def main():
     module = AnsibleModule(argument_spec=deploy.argument_spec(),
-                           mutually_exclusive=[("control_port", "control_socket")], supports_check_mode=True)
+                           mutually_exclusive=[("control_port", "control_socket")],
+                           required_by={"escrow_sums": "escrow_seal"}, supports_check_mode=True)
     p = module.params
     denied = deploy.denied([p["service_dir"], os.path.dirname(p["config_file"])])
     if denied or p["access_only"]:

@@ -221,6 +221,58 @@ def test_hung_holder_makes_the_run_fail_after_lock_timeout_naming_it(tor, tmp_pa
         holder.wait(10)
 
 
+def _waiting_on_the_lock(proc, data_dir):
+    """Whether a process has the tor's DataDirectory open (TorLock opens it, then waits for the flock)."""
+    try:
+        fds = os.listdir("/proc/%d/fd" % proc.pid)
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink("/proc/%d/fd/%s" % (proc.pid, fd)) == str(data_dir):
+                return True
+        except OSError:
+            pass
+    return False
+
+
+def test_two_role_runs_at_once_keep_each_others_record(tor, tmp_path):
+    """Two runs of the onion_service role's module on one host at once (two playbooks; prune off), each adding
+    a service: the role's record lists both afterwards. The record used to be read before the tor's lock was
+    taken and written after it was let go, so the second writer dropped the first one's service from it."""
+    state_file = tmp_path / "record.json"
+    module = REPO / "plugins" / "modules" / "onion_service_deploy.py"
+    holder = start_holder(tor)
+    runs = []
+    try:
+        for name in ("one", "two"):
+            args = {"control_port": tor.control_port, "config_file": str(tmp_path / "torrc.d" / "o.conf"),
+                    "service_dir": str(tmp_path), "state_file": str(state_file), "prune": False, "pow": False,
+                    "entries": [{"path": str(tmp_path / name), "ports": [{"port": 80}]}]}
+            args_file = tmp_path / ("deploy-%s.json" % name)
+            args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
+            out = open(str(tmp_path / ("deploy-%s.out" % name)), "w")
+            runs.append((subprocess.Popen([sys.executable, str(module), str(args_file)], stdout=out,
+                                          stderr=subprocess.STDOUT, cwd=str(tmp_path),
+                                          env=dict(os.environ, PYTHONPATH=str(COLLECTIONS))),
+                         tmp_path / ("deploy-%s.out" % name)))
+            out.close()
+        deadline = time.monotonic() + 60
+        while not all(_waiting_on_the_lock(proc, tor.data_dir) for proc, _out in runs):
+            assert time.monotonic() < deadline, "the runs never reached the lock"
+            assert all(proc.poll() is None for proc, _out in runs), [o.read_text() for _p, o in runs]
+            time.sleep(0.02)
+    finally:
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait(10)
+    results = finish(runs)
+    assert all(r.get("changed") is True and not r.get("failed") for r in results), results
+    record = json.loads(state_file.read_text())["services"]
+    print("record after two runs at once: %s" % record)
+    assert record == [str(tmp_path / "one"), str(tmp_path / "two")]
+    assert sorted(live_paths(tor)) == [str(tmp_path / "one"), str(tmp_path / "two")]
+
+
 # -- a writer outside the collection -----------------------------------------------------------
 def _external_add(tor, path):
     """What a Stem script or a person with SETCONF does: read the block, add a service, write it."""

@@ -10,6 +10,7 @@ import stat
 
 import yaml
 
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from harness.ansible_run import onion_service_play, run_playbook
@@ -69,6 +70,44 @@ def test_vault_key_escrow_restore_prune(tor, tmp_path):
     assert (tmp_path / "svc" / "web" / "hs_ed25519_secret_key").exists()
     assert (tmp_path / "escrow" / "localhost" / "web" / "hs_ed25519_secret_key").exists()
     assert [e["service"] for e in yaml.safe_load((tmp_path / "summary.yml").read_text())] == ["blog"]
+
+
+def test_a_host_key_that_is_not_the_escrowed_one_never_drops_the_escrowed_key(tor, tmp_path):
+    """Issue 26 A7: restore off on a rebuilt host (the host makes a new key), then a vault key that is neither:
+    each time the escrow keeps the key it held, under replaced/<its address>/, and the run warns naming both
+    addresses. The escrow used to be overwritten: the only copy of the old identity was gone."""
+    (tmp_path / "svc").mkdir(mode=0o700)
+    services = [{"name": "web", "ports": [{"port": 80, "target_port": 8080}]}]
+    first = run_playbook(play(tor, tmp_path, services), tmp_path)
+    assert first.rc == 0, first.output
+    escrowed = tmp_path / "escrow" / "localhost" / "web"
+    old_key = (escrowed / "hs_ed25519_secret_key").read_bytes()
+    old_address = (escrowed / "hostname").read_text().strip()
+
+    shutil.rmtree(str(tmp_path / "svc" / "web"))          # a rebuilt host (tor runs no service), told not to restore
+    with connect(port=tor.control_port) as ctl:
+        ctl.set_conf(hs.block_to_conf([]))
+    rebuilt = run_playbook(play(tor, tmp_path, services, onion_service_restore=False), tmp_path)
+    assert rebuilt.rc == 0, rebuilt.output
+    new_address = onion.service_dir_address(str(tmp_path / "svc" / "web"))
+    assert new_address != old_address
+    kept = escrowed / "replaced" / old_address
+    assert (kept / "hs_ed25519_secret_key").read_bytes() == old_key
+    assert (kept / "hostname").read_text().strip() == old_address
+    assert stat.S_IMODE((kept / "hs_ed25519_secret_key").stat().st_mode) == 0o600
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o700
+    assert (escrowed / "hs_ed25519_secret_key").read_bytes() == \
+        (tmp_path / "svc" / "web" / "hs_ed25519_secret_key").read_bytes()
+    assert (escrowed / "hostname").read_text().strip() == new_address
+    warning = " ".join(rebuilt.output.split())
+    assert "now serves %s, not the escrowed key of %s; the escrowed key is kept in %s" % (
+        new_address, old_address, kept) in warning, rebuilt.output
+    print("warning: %s" % warning[warning.index("now serves"):][:300])
+
+    again = run_playbook(play(tor, tmp_path, services, onion_service_restore=False), tmp_path)
+    assert again.rc == 0 and again.stats["localhost"]["changed"] == 0, again.output
+    assert "not the escrowed key" not in again.output
+    assert sorted(os.listdir(str(escrowed / "replaced"))) == [old_address]
 
 
 def test_check_mode_changes_nothing(tor, tmp_path):

@@ -5,11 +5,16 @@ ssh. Issue 14: generated client keys escrowed, never printed (point 2); pruning 
 and an empty list refused (point 4); run by an ordinary user without become, the role fails before
 anything is read or written, saying to use become (point 6; it failed with a bare Permission denied)."""
 
+import base64
+import os
 import stat
 import subprocess
 
+import pytest
+
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from harness import hosts as hb
-from harness.ansible_run import run_playbook
+from harness.ansible_run import REPO, run_playbook
 
 USER = "onionlab-nobecome"
 
@@ -122,3 +127,101 @@ def test_role_keeps_others_services_escrows_client_keys_and_refuses_an_empty_lis
         assert _tor_dirs(bed) == ["/var/lib/tor/blog", "/var/lib/tor/manual"]     # web pruned, manual kept
     finally:
         _restore(bed, before)
+
+
+# -- issue 26 A1: no key at -vvv over ssh, with become, on the oldest, the pinned and the newest ansible-core -----
+OPERATOR = "onionlab-vvv"
+CORES = {"2.17": REPO / ".build" / "venv-2.17" / "bin", "2.19": REPO / ".venv" / "bin",
+         "2.21": REPO / ".build" / "venv-2.21" / "bin"}
+
+
+def _core_bin(version):
+    """The bin directory of a venv with that ansible-core (tests/utils/core-venv.sh makes the other two)."""
+    if version != "2.19":
+        subprocess.run(["bash", str(REPO / "tests" / "utils" / "core-venv.sh"), version], check=True,
+                       stdout=subprocess.DEVNULL, env=dict(os.environ, ONIONLAB_ROOT=str(REPO)))
+    return CORES[version]
+
+
+def _encodings(secret):
+    """Every way a secret could show in a log: base64 at each of the 3 alignments (so also inside the base64
+    of a larger file), hex, and the text itself."""
+    out = set()
+    for start in range(3):
+        piece = secret[start:start + 30]
+        if len(piece) >= 24:
+            out.add(base64.b64encode(piece).decode("ascii"))
+            out.add(base64.urlsafe_b64encode(piece).decode("ascii"))
+    out.update([secret.hex(), secret.hex().upper()])
+    return out
+
+
+def _secrets_in_escrow(escrow):
+    """(what, text) of each secret the controller's escrow holds: service keys and client keys."""
+    found = []
+    for path in sorted(escrow.rglob("*")):
+        if path.name == "hs_ed25519_secret_key":
+            key = path.read_bytes()[len(onion.SECRET_HEADER):]
+            found.extend((str(path), e) for e in _encodings(key))
+            found.extend((str(path), e) for e in _encodings(path.read_bytes()))
+        elif path.name.endswith(".x25519"):
+            text = path.read_text().strip()
+            found.extend((str(path), t) for t in (text, text.lower()))
+            found.extend((str(path), e) for e in _encodings(onion.unb32(text, 32, "client key")))
+    return found
+
+
+@pytest.mark.parametrize("core", sorted(CORES))
+def test_role_at_vvv_over_ssh_with_become_prints_no_key(stockbed, tmp_path, core):
+    """The onion_service role run as an ordinary ssh user who becomes root (su), at -vvv: on the first run every
+    service key and client key is new (the host sends its keys back for the escrow), on the second the host was
+    rebuilt (its services gone: the escrowed keys go to the host). No key, in any encoding, is in the output of
+    either run, on ansible-core 2.17, 2.19 and 2.21; ssh says it censored the module's output. Before the fix,
+    2.19 printed the base64 of every new key file (the connection's own play context was not told no_log)."""
+    bed = stockbed
+    host = bed.hosts[0]["name"]
+    bin_dir = _core_bin(core)
+    password = "vvv-%s" % os.urandom(6).hex()
+    _ssh(bed, "set -e; cp -a /etc/shadow /etc/shadow.onionlab-vvv; "
+              "id %(u)s >/dev/null 2>&1 || useradd -m -s /bin/bash %(u)s; "
+              "install -d -m 0700 -o %(u)s -g %(u)s /home/%(u)s/.ssh; "
+              "install -m 0600 -o %(u)s -g %(u)s /root/.ssh/authorized_keys /home/%(u)s/.ssh/authorized_keys; "
+              "echo 'root:%(p)s' | chpasswd" % {"u": OPERATOR, "p": password})
+    _ssh(bed, hb.WAIT_CONTROL_SOCKET)
+    before = _ssh(bed, _SNAPSHOT)
+    escrow = tmp_path / "escrow"
+    book = [{"hosts": host, "gather_facts": False, "become": True, "vars": {
+        "ansible_user": OPERATOR, "ansible_become_method": "su", "ansible_become_password": password,
+        "onion_service_backup_dir": str(escrow), "onion_service_summary_file": str(tmp_path / "summary.yml"),
+        "onion_services": [
+            {"name": "web", "ports": [{"port": 80, "target_port": 8080}]},
+            {"name": "shop", "ports": [{"port": 443, "target_port": 8443}], "authorized_clients": [{"name": "bob"}]},
+        ]}, "roles": ["onionlab.tor.onion_service"]}]
+    env = {"ANSIBLE_REMOTE_TEMP": "/tmp/.ansible-%s" % OPERATOR}
+    outputs = []
+    try:
+        for stage in ("new keys", "rebuilt host"):
+            if stage == "rebuilt host":
+                _restore(bed, before)      # the host's services and keys gone, tor restarted
+            run = run_playbook(book, tmp_path, extra_args=["-i", str(bed.inventory_path), "-vvv"], extra_env=env,
+                               bin_dir=bin_dir)
+            assert run.rc == 0, run.output
+            outputs.append(run.output)
+            print("ansible-core %s, %s: %d bytes of -vvv output" % (core, stage, len(run.output)))
+        assert "[core %s." % core in subprocess.run([str(bin_dir / "ansible-playbook"), "--version"],
+                                                        stdout=subprocess.PIPE, universal_newlines=True).stdout
+        assert '"restored": [' in outputs[1] and '"/var/lib/tor/web"' in outputs[1]
+        secrets = _secrets_in_escrow(escrow)
+        keys = [p for p in escrow.rglob("hs_ed25519_secret_key")]
+        assert len(keys) == 2 and list(escrow.rglob("bob.1.x25519")), sorted(escrow.rglob("*"))
+        for index, output in enumerate(outputs):
+            assert len(output) > 10000 and "ESTABLISH SSH CONNECTION FOR USER: %s" % OPERATOR in output   # -vvv, ssh
+            leaks = sorted(set(what for what, text in secrets if text in output))
+            assert not leaks, "run %d printed the keys of %s" % (index + 1, leaks)
+            assert "censored due to no log" in output       # ssh was told no_log for the module run
+        print("%d encodings of %d keys grepped in %d bytes: 0 hits"
+              % (len(secrets), len(keys) + 1, sum(len(o) for o in outputs)))
+    finally:
+        _restore(bed, before)
+        _ssh(bed, "cp -a /etc/shadow.onionlab-vvv /etc/shadow && rm -f /etc/shadow.onionlab-vvv; "
+                  "userdel -r %s 2>/dev/null; rm -rf /tmp/.ansible-%s; true" % (OPERATOR, OPERATOR), check=False)

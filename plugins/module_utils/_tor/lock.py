@@ -93,8 +93,13 @@ def _describe(pid):
         return str(pid)
 
 
+# the locks this process holds, (st_dev, st_ino) -> how many TorLocks hold it: a TorLock taken again inside
+# one that holds it (a run that holds the lock across several changes) nests instead of waiting for itself
+_HELD = {}
+
+
 class TorLock(object):
-    """with TorLock(data_dir, endpoint, timeout): ... -- the lock of one tor."""
+    """with TorLock(data_dir, endpoint, timeout): ... -- the lock of one tor (re-entrant within a process)."""
 
     def __init__(self, data_dir, endpoint="", timeout=DEFAULT_TIMEOUT):
         self.data_dir = data_dir
@@ -102,6 +107,7 @@ class TorLock(object):
         self.timeout = timeout
         self.fd = None
         self.where = None
+        self._nested = None
 
     def _open(self):
         if self.data_dir and os.path.isabs(self.data_dir):
@@ -120,6 +126,13 @@ class TorLock(object):
         if fcntl is None:
             return self
         fd = self._open()
+        st = os.fstat(fd)
+        key = (st.st_dev, st.st_ino)
+        if _HELD.get(key):
+            os.close(fd)
+            _HELD[key] += 1
+            self._nested = key
+            return self
         deadline = time.monotonic() + self.timeout
         delay = 0.005
         while True:
@@ -140,10 +153,17 @@ class TorLock(object):
             time.sleep(delay)
             delay = min(delay * 2, 0.1)
         self.fd = fd
+        _HELD[key] = 1
         return self
 
     def release(self):
+        if self._nested is not None:
+            _HELD[self._nested] -= 1
+            self._nested = None
+            return
         if self.fd is not None:
+            st = os.fstat(self.fd)
+            _HELD.pop((st.st_dev, st.st_ino), None)
             try:
                 fcntl.flock(self.fd, fcntl.LOCK_UN)
             finally:

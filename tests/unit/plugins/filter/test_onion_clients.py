@@ -166,3 +166,11 @@ def test_service_key_rotation_credentials_for_both_addresses_then_the_old_one_re
     # during the overlap the old address must be known
     with pytest.raises(AnsibleFilterError, match='previous key generation'):
         onion_clients(during, backup_dir=str(tmp_path), host='a')
+
+
+@pytest.mark.parametrize('server', ['..', 'a/b', '.'])
+def test_a_server_name_that_is_no_escrow_directory_is_refused(server):
+    """The escrow keeps DIR/<server>/<service>/clients/...: a host name like '..' or 'a/b' would write outside."""
+    with pytest.raises(AnsibleFilterError) as info:
+        onion_clients({server: [_svc([{'name': 'alice', 'hosts': ['a']}])]}, backup_dir='/e', inventory=['a'])
+    assert 'cannot name a directory of the escrow' in str(info.value), str(info.value)

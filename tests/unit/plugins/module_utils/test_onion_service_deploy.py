@@ -12,7 +12,7 @@ import stat
 
 from ansible_collections.onionlab.tor.plugins.action.onion_service_deploy import combine, redacted
 from ansible_collections.onionlab.tor.plugins.module_utils import _onion_service_deploy as deploy
-from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion, seal
 
 
 def _expanded():
@@ -87,8 +87,12 @@ def test_keys_sent_back_only_when_the_escrow_lacks_or_differs(tmp_path):
     (same / deploy.KEY_FILE).write_bytes(data)
     (other / deploy.KEY_FILE).write_bytes(data)
     sums = {str(same): deploy.file_sum(data), str(other): "0" * 64}
-    out = deploy.escrow_updates([str(same), str(other), str(none)], sums)
-    assert out == {str(other): base64.b64encode(data).decode("ascii")}
+    private, public = seal.new_key_pair()
+    out = deploy.escrow_updates([str(same), str(other), str(none)], sums, public)
+    assert list(out) == [str(other)]
+    assert base64.b64encode(data).decode("ascii") not in out[str(other)]     # sealed, never in clear
+    assert base64.b64encode(data[32:]).decode("ascii")[:40] not in out[str(other)]
+    assert seal.open_box(private, out[str(other)]) == data
 
 
 def test_action_helpers_merge_like_combine_and_redact_keys():
