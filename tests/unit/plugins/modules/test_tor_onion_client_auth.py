@@ -14,6 +14,7 @@ import stat
 import pytest
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import client_auth as ca
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.modules import tor_onion_client_auth as module
 from ansible_collections.onionlab.tor.plugins.modules import tor_onion_client_auth_info as info_module
@@ -387,6 +388,51 @@ def test_files_owner(runner, tmp_path):
     # by uid, and a change of owner is a change
     result = runner.ok(module, **file_args(directory, address=SID, private_key=PRIVATE, owner="0"))
     assert result["changed"] is True and os.stat(path).st_uid == 0 and os.stat(directory).st_uid == 0
+
+
+def test_files_new_auth_dir_swapped_for_a_link(runner, tmp_path, monkeypatch):
+    """issue 26 A6: tor's user (owner of the parent) swaps the new directory for a link between
+    root's mkdir and chmod: the link's target keeps its mode, the run fails with one message."""
+    victim = tmp_path / "root-dir"
+    victim.mkdir(mode=0o755)
+    directory = tmp_path / "onion_auth"
+    real = os.mkdir
+
+    def mkdir(path, *args, **kwargs):
+        if str(path) == str(directory):
+            os.symlink(str(victim), str(path))
+            return
+        return real(path, *args, **kwargs)
+    monkeypatch.setattr(os, "mkdir", mkdir)
+    result = runner.fails(module, **file_args(str(directory), address=SID, private_key=PRIVATE))
+    assert stat.S_IMODE(os.stat(str(victim)).st_mode) == 0o755 and os.listdir(str(victim)) == []
+    assert result["msg"].startswith("not a plain directory (a symbolic link") and "\n" not in result["msg"]
+    assert result["msg"].endswith(": %s" % directory)
+
+
+def test_files_own_file_swapped_for_a_link_before_its_chmod(runner, auth_dir, tmp_path, monkeypatch):
+    """The file holds the key but its mode is wrong; tor's user swaps it for a link to root's
+    file after the module read it: root's file keeps its mode, the run fails with one message."""
+    runner.ok(module, **file_args(auth_dir, address=SID, private_key=PRIVATE))
+    path = os.path.join(auth_dir, SID + ".auth_private")
+    os.chmod(path, 0o644)
+    victim = tmp_path / "root-only"
+    victim.write_text("root's\n")
+    os.chmod(str(victim), 0o644)
+    real = ca.read_dir
+    swapped = []
+
+    def read_dir(directory):
+        out = real(directory)
+        if not swapped:
+            swapped.append(path)
+            os.unlink(path)
+            os.symlink(str(victim), path)
+        return out
+    monkeypatch.setattr(ca, "read_dir", read_dir)
+    result = runner.fails(module, **file_args(auth_dir, address=SID, private_key=PRIVATE))
+    assert stat.S_IMODE(os.stat(str(victim)).st_mode) == 0o644 and victim.read_text() == "root's\n"
+    assert result["msg"] == "%s: %s" % (hs.NOT_A_FILE, path)
 
 
 # -- tor_onion_client_auth_info ------------------------------------------------------------------------
