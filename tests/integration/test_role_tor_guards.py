@@ -30,6 +30,12 @@ def configure(tmp_path, check=False, diff=False, extra_args=(), **role_vars):
       "tor_non_anonymous_onion_services": True}, "hiddenservicesinglehopmode;"),
     ({"tor_options": SINGLE, "tor_non_anonymous_onion_services": True}, "tor_socks_port=unset"),
     ({"tor_config_lines": ["HiddenServiceNonAnonymousMode 1"], "tor_socks_port": 0}, "hiddenservicenonanonymousmode 1"),
+    # issue 26 A8: forms tor reads as 1 that the guard missed (the unit tests have them all, with tor as the oracle)
+    ({"tor_options": {"HiddenServiceSingleHopMode": "1 # yes"}, "tor_socks_port": 0}, "hiddenservicesinglehopmode;"),
+    ({"tor_options": {"HiddenServiceSingleHopMode": [1]}, "tor_socks_port": 0}, "hiddenservicesinglehopmode;"),
+    ({"tor_config_lines": ['HiddenServiceSingleHopMode "1"'], "tor_socks_port": 0},
+     'Found: hiddenservicesinglehopmode "1";'),
+    ({"tor_config_lines": ["HiddenServiceSingleHop 1"], "tor_socks_port": 0}, "Found: hiddenservicesinglehop 1;"),
 ])
 def test_non_anonymous_refused_before_anything_is_written(tmp_path, role_vars, found):
     run = configure(tmp_path, **role_vars)
@@ -38,6 +44,33 @@ def test_non_anonymous_refused_before_anything_is_written(tmp_path, role_vars, f
     assert len(failed) == 1 and "non-anonymous" in failed[0]["result"]["msg"]
     assert found in failed[0]["result"]["msg"], failed[0]["result"]["msg"]
     assert not (tmp_path / "torrc").exists() and not (tmp_path / "torrc.d").exists()
+
+
+@pytest.mark.parametrize("role_vars, said", [
+    ({"tor_config_lines": ["Nickname ok", "ContactInfo me\nHiddenServiceSingleHopMode 1"]},
+     'tor_config_lines[1] "ContactInfo me\\nHiddenServiceSingleHopMode 1" holds a newline'),
+    ({"tor_options": {"ContactInfo": "me\nHiddenServiceSingleHopMode 1"}},
+     'tor_options ContactInfo: the value "me\\nHiddenServiceSingleHopMode 1" holds a newline'),
+    ({"tor_config_lines": ["HiddenServiceSingleHopMode \\", "1"]},
+     'tor_config_lines[0] "HiddenServiceSingleHopMode \\\\" ends with a backslash'),
+])
+def test_a_value_of_more_than_one_line_is_refused_with_nothing_changed(tmp_path, role_vars, said):
+    """Issue 26 A8: a tor_config_lines item or tor_options value that tor would read as more than one line (here
+    smuggling HiddenServiceSingleHopMode past the guard): one refusal naming the item, before anything is written,
+    in check mode too; a torrc already there is left as it was."""
+    torrc = tmp_path / "torrc"
+    torrc.write_text("# Written by the onionlab.tor.tor role\nNickname before\n")
+    for check in (True, False):
+        run = configure(tmp_path, check=check, diff=check, tor_socks_port=0, **role_vars)
+        assert run.rc == 2, run.output
+        failed = [t for t in run.tasks if t["status"] == "failed"]
+        assert [t["task"] for t in failed] == [SETUP], run.output
+        msg = failed[0]["result"]["msg"]
+        assert msg.startswith("Each tor_options value and each tor_config_lines item must be one torrc line: ")
+        assert said in msg and "(nothing was changed)" in msg, msg
+        assert "steps" not in failed[0]["result"], failed[0]["result"]
+        assert torrc.read_text() == "# Written by the onionlab.tor.tor role\nNickname before\n"
+        assert not (tmp_path / "torrc.d").exists()
 
 
 def test_non_anonymous_acknowledged_is_written_and_valid(tmp_path):

@@ -10,36 +10,201 @@ from __future__ import annotations
 import json
 import re
 
-# options whose values are secrets: named, never shown
-_SECRET_RE = re.compile(r'^((?i:HTTPS?ProxyAuthenticator|Socks5ProxyUsername|Socks5ProxyPassword'
-                        r'|HashedControl(?:Session)?Password)) .*$')
-_SECRET_LINE_RE = re.compile(r'^([ \t]*(?i:HTTPS?ProxyAuthenticator|Socks5ProxyUsername|Socks5ProxyPassword'
-                             r'|HashedControl(?:Session)?Password))[ \t]+\S.*$', re.MULTILINE)
+# options whose values are secrets: named, never shown. tor reads an option name case-insensitively and,
+# when no option has that exact name, as the first option it begins (a deprecated abbreviation): each name
+# with the shortest beginning that tor 0.4.9 reads as it ('Socks5ProxyP' is Socks5ProxyPassword, 'Socks5Proxy'
+# is an option of its own)
+_SECRETS = (('httpproxyauthenticator', 10), ('httpsproxyauthenticator', 11), ('socks5proxyusername', 12),
+            ('socks5proxypassword', 12), ('hashedcontrolpassword', 3), ('hashedcontrolsessionpassword', 28),
+            ('__hashedcontrolsessionpassword', 3))
+_NON_ANONYMOUS_NAMES = (('hiddenservicesinglehopmode', 14), ('hiddenservicenonanonymousmode', 14))
+# what tor's config line parser takes for blanks (TOR_ISSPACE)
+_TOR_SPACE = ' \t\n\v\f\r'
+_OPTION_NAME_RE = re.compile(r'^[A-Za-z0-9_]+$')
 _WARN_RE = re.compile(r' \[(warn|err)\] ')
 _LOG_LINE_RE = re.compile(r'^[A-Z][a-z]{2} [ 0-9]?[0-9] [0-9:.]+ \[[a-z]+\] ')
 # one item per onion service (its HiddenServiceDir line with the lines of that service) or per other line
 _ITEMS_RE = re.compile(r'^HiddenServiceDir .*(?:\nHiddenService(?!Dir |SingleHopMode |NonAnonymousMode |Statistics )'
                        r'\S* .*)*|^(?!HiddenServiceDir ).+$', re.MULTILINE)
 _MARKER_RE = re.compile(r'^# Written by the onionlab\.tor\.tor role', re.MULTILINE)
-_NON_ANONYMOUS = ('hiddenservicesinglehopmode', 'hiddenservicenonanonymousmode')
-_NON_ANONYMOUS_LINE_RE = re.compile(r'^hiddenservice(singlehop|nonanonymous)mode[ \t]+1$')
+def _unquote(text):
+    """tor's unescape_string (src/lib/encoding/cstring.c) of a value that begins with a quote: (the value, what
+    follows the closing quote), or (None, '') when tor refuses it. The value ends at a NUL as tor's C string does."""
+    out, k = [], 1
+    while k < len(text):
+        c = text[k]
+        if c == '"':
+            return ''.join(out).split('\0')[0], text[k + 1:]
+        if c != '\\':
+            out.append(c)
+            k += 1
+            continue
+        e = text[k + 1:k + 2]
+        if e in ('x', 'X'):
+            digits = text[k + 2:k + 4]
+            if len(digits) != 2 or not all(d in '0123456789abcdefABCDEF' for d in digits):
+                return None, ''
+            out.append(chr(int(digits, 16)))
+            k += 4
+        elif e and e in '01234567':
+            m = re.match(r'[0-7]{1,3}', text[k + 1:])
+            n = int(m.group(0), 8)
+            if n > 255:
+                return None, ''
+            out.append(chr(n))
+            k += 1 + len(m.group(0))
+        elif e and e in 'nrt"\'\\':
+            out.append({'n': '\n', 'r': '\r', 't': '\t'}.get(e, e))
+            k += 2
+        else:
+            return None, ''
+    return None, ''
+
+
+def parse(text):
+    """A torrc's text as tor reads it (parse_config_line_from_str_verbose, src/lib/encoding/confline.c): one
+    (first, last, key, value) per option line, first and last the indexes of its lines in text.split('\n').
+    As tor does: carriage returns are dropped; a comment ends a line; a quoted value is unescaped; a backslash
+    at the end of a line continues the value on the next one (a comment line inside such a value is skipped, an
+    empty line ends it); blanks around the value are trimmed. value is None where tor refuses the line."""
+    lines = [line.replace('\r', '') for line in text.split('\n')]
+    out, i = [], 0
+    while i < len(lines):
+        s = lines[i].lstrip(_TOR_SPACE)
+        if not s or s[0] == '#':
+            i += 1
+            continue
+        k = 0
+        while k < len(s) and s[k] not in _TOR_SPACE and s[k] != '#' and not (s[k] == '\\' and k == len(s) - 1):
+            k += 1
+        key, seg, first = s[:k], s[k:].lstrip(' \t'), i
+        if seg.startswith('"'):
+            value, after = _unquote(seg)
+            if value is not None and after.lstrip(' \t')[:1] not in ('', '#'):
+                value = None  # tor: "Excess data after quoted string"
+            out.append((first, i, key, value))
+            i += 1
+            continue
+        value, continued = '', False
+        while True:
+            h = seg.find('#')
+            if h >= 0 and not continued:
+                value += seg[:h]
+                break
+            if h >= 0:  # inside a continued value a comment runs to the end of its line, and the value goes on
+                value += seg[:h]
+            elif seg.endswith('\\'):
+                value += seg[:-1]
+                continued = True
+            else:
+                value += seg
+                break
+            if i + 1 >= len(lines) or not lines[i + 1]:
+                if h < 0:  # nothing to continue on: the backslash stays
+                    value += '\\'
+                break
+            i += 1
+            seg = lines[i]
+        out.append((first, i, key, value.rstrip(_TOR_SPACE).split('\0')[0]))
+        i += 1
+    return out
+
+
+def _resolve(key, names):
+    """The option of names that tor reads key as (its name in lower case), or None. A '+' before a name appends,
+    a '/' clears (only with clearing=True)."""
+    key = key.lower()
+    if key[:1] == '+':
+        key = key[1:]
+    for name, shortest in names:
+        if key == name or (len(key) >= shortest and name.startswith(key)):
+            return name
+    return None
+
+
+def is_secret(key):
+    """Whether tor reads the option name key as an option whose value is a secret."""
+    return _resolve(key.lstrip('/'), _SECRETS) is not None
+
+
+def _template_lines(options, config_lines):
+    """(label, line) per line as the role's torrc.j2 writes tor_options and tor_config_lines: a list value once per
+    item (a dict's keys: Jinja iterates them), booleans as 1 and 0."""
+    out = []
+    for key, value in sorted((options or {}).items(), key=lambda kv: str(kv[0]).lower()):
+        items = [value] if isinstance(value, (str, bytes)) or not (
+            hasattr(value, '__len__') and hasattr(value, '__getitem__')) else list(value)
+        for item in items:
+            text = ('1' if item else '0') if isinstance(item, bool) else str(item)
+            out.append((str(key).lower(), '%s %s' % (key, text)))
+    out += [(str(raw).strip().lower(), str(raw)) for raw in (config_lines or [])]
+    return out
+
+
+def line_problem(options, config_lines):
+    """The refusal message when a tor_options name or value or a tor_config_lines item is not one torrc line: a
+    newline, carriage return or NUL in it, or a backslash at its end (tor continues the value on the next line),
+    or a tor_options name that is not an option name; else None. Secret values are not shown."""
+    def bad(text):
+        for char, what in (('\n', 'a newline'), ('\r', 'a carriage return'), ('\0', 'a NUL')):
+            if char in text:
+                return 'holds %s' % what
+        if text.endswith('\\'):
+            return 'ends with a backslash (tor continues it on the next line)'
+        return None
+
+    def shown(text):
+        return json.dumps(text) if hide_secrets(text) == text else '(it holds a secret option: not shown)'
+
+    problems = []
+    for key, value in (options or {}).items():
+        name = str(key)
+        if not _OPTION_NAME_RE.match(name):
+            problems.append('tor_options name %s is not an option name (letters, digits, _)' % shown(name))
+            continue
+        items = [value] if isinstance(value, (str, bytes)) or not (
+            hasattr(value, '__len__') and hasattr(value, '__getitem__')) else list(value)
+        for item in items:
+            text = '' if isinstance(item, bool) else str(item)
+            said = bad(text)
+            if said:
+                problems.append('tor_options %s: the value %s %s' % (
+                    name, '(secret: not shown)' if is_secret(name) else shown(text), said))
+    for index, raw in enumerate(config_lines or []):
+        said = bad(str(raw))
+        if said:
+            problems.append('tor_config_lines[%d] %s %s' % (index, shown(str(raw)), said))
+    if not problems:
+        return None
+    return ("Each tor_options value and each tor_config_lines item must be one torrc line: %s. Write each option "
+            "line as an item of its own (nothing was changed)." % '; '.join(problems))
 
 
 def non_anonymous_problem(options, config_lines, socks_port, acknowledged):
     """The refusal message when tor_options / tor_config_lines make the onion services non-anonymous
-    without tor_non_anonymous_onion_services, not both options, or with a SocksPort; else None."""
-    keys = [str(k).lower() for k, v in (options or {}).items()
-            if not isinstance(v, (list, dict)) and v in (1, True, '1') and str(k).lower() in _NON_ANONYMOUS]
-    keys += [line for line in (str(raw).strip().lower() for raw in (config_lines or []))
-             if _NON_ANONYMOUS_LINE_RE.match(line)]
-    if not keys or (acknowledged and len(keys) == 2 and str(socks_port) == '0'):
+    without tor_non_anonymous_onion_services, not both options, or with a SocksPort; else None.
+    The lines are read as tor reads them (names in any case, abbreviated; values quoted, commented,
+    continued on the next line)."""
+    labels, physical = [], []
+    for label, line in _template_lines(options, config_lines):
+        for part in line.split('\n'):
+            labels.append(label)
+            physical.append(part)
+    found, names = [], set()
+    for first, last, key, value in parse('\n'.join(physical)):
+        name = _resolve(key, _NON_ANONYMOUS_NAMES)
+        if name and value == '1':
+            names.add(name)
+            if labels[first] not in found:
+                found.append(labels[first])
+    if not found or (acknowledged and len(names) == 2 and str(socks_port) == '0'):
         return None
     return ("HiddenServiceSingleHopMode / HiddenServiceNonAnonymousMode make every onion service of this tor "
             "non-anonymous: the server's location is no longer hidden, and a key used so can never be used for a "
             "hidden service again. They need tor_non_anonymous_onion_services=true, both options set to 1 together, "
             "and tor_socks_port=0 (tor refuses a SocksPort in that mode). Found: %s; "
             "tor_non_anonymous_onion_services=%s; tor_socks_port=%s."
-            % (', '.join(keys), bool(acknowledged), 'unset' if socks_port is None else socks_port))
+            % (', '.join(found), bool(acknowledged), 'unset' if socks_port is None else socks_port))
 
 
 def written_by_role(text):
@@ -47,17 +212,25 @@ def written_by_role(text):
 
 
 def hide_secrets(text):
-    """A torrc's text with the values of secret options replaced (for a diff)."""
-    return _SECRET_LINE_RE.sub(r'\1 (value hidden)', text)
+    """A torrc's text with the values of secret options replaced (for a diff and messages): each option line
+    that tor reads as a secret option (by its name as tor resolves it), with the lines its value continues on."""
+    lines = text.split('\n')
+    for first, last, key, value in parse(text):
+        if is_secret(key):
+            indent = lines[first][:len(lines[first]) - len(lines[first].lstrip(_TOR_SPACE))]
+            lines[first] = '%s%s (value hidden)' % (indent, key)
+            for i in range(first + 1, last + 1):
+                lines[i] = None
+    return '\n'.join(line for line in lines if line is not None)
 
 
 def lines_as_written(text):
-    """A torrc's option lines as written: trimmed, comments and blank lines out, blanks folded."""
+    """A torrc's option lines as tor reads each (parse(): comments out, a continued value joined), without
+    asking tor: the name and the value, blanks folded."""
     out = []
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not line.startswith('#'):
-            out.append(re.sub(r'[ \t]+', ' ', line))
+    for first, last, key, value in parse(text):
+        line = key if value is None else ('%s %s' % (key, value)).strip()
+        out.append(re.sub(r'[ \t\n\v\f]+', ' ', line))
     return out
 
 
@@ -84,8 +257,9 @@ def dropped(current_lines, new_lines):
     """What the current torrc holds that the new one does not: one item per option line, or per onion
     service with its lines; secret values hidden."""
     new_items = set(_ITEMS_RE.findall('\n'.join(new_lines)))
-    return [_SECRET_RE.sub(r'\1 (value hidden)', item) for item in _ITEMS_RE.findall('\n'.join(current_lines))
-            if item not in new_items]
+    return ['\n'.join('%s (value hidden)' % line.split(' ', 1)[0] if is_secret(line.split(' ', 1)[0]) else line
+                      for line in item.split('\n'))
+            for item in _ITEMS_RE.findall('\n'.join(current_lines)) if item not in new_items]
 
 
 def service_dirs(items):

@@ -5,6 +5,8 @@ and module): the non-anonymous guard, what a new torrc drops, the messages, secr
 decisions against a real tor: tests/integration/test_role_tor_guards.py, test_stock_role_tor.py."""
 
 import json
+import os
+import subprocess
 
 import pytest
 
@@ -14,7 +16,7 @@ SINGLE = {"HiddenServiceSingleHopMode": True, "HiddenServiceNonAnonymousMode": 1
 
 
 @pytest.mark.parametrize("options, lines, socks, ack, found", [
-    (SINGLE, [], "0", False, "Found: hiddenservicesinglehopmode, hiddenservicenonanonymousmode; "
+    (SINGLE, [], "0", False, "Found: hiddenservicenonanonymousmode, hiddenservicesinglehopmode; "
                              "tor_non_anonymous_onion_services=False; tor_socks_port=0."),
     ({"HiddenServiceSingleHopMode": "1"}, [], "0", True, "Found: hiddenservicesinglehopmode;"),
     (SINGLE, [], None, True, "tor_socks_port=unset."),
@@ -29,8 +31,11 @@ def test_non_anonymous_refused(options, lines, socks, ack, found):
 @pytest.mark.parametrize("options, lines, socks", [
     ({}, [], None),
     ({"HiddenServiceSingleHopMode": False, "HiddenServiceNonAnonymousMode": 0}, ["Nickname x"], None),
-    ({"HiddenServiceSingleHopMode": [1]}, ["HiddenServiceNonAnonymousMode 0"], None),
-])
+    ({"HiddenServiceSingleHopMode": [0]}, ["HiddenServiceNonAnonymousMode 0"], None),
+] + [({}, [line], None) for line in (
+    "HiddenServiceSingleHopMode 0 # 1", "#HiddenServiceSingleHopMode 1", "Nickname HiddenServiceSingleHopMode 1",
+    "/HiddenServiceSingleHopMode 1", "HiddenService 1", 'HiddenServiceSingleHopMode "1 "',
+    "HiddenServiceSingleHopMode 01", "HiddenServiceSingleHopMode#1")])
 def test_non_anonymous_not_asked_for_passes(options, lines, socks):
     assert torrc.non_anonymous_problem(options, lines, socks, False) is None
 
@@ -92,3 +97,154 @@ def test_hide_secrets_and_marker():
     assert torrc.hide_secrets(text) == ("# Written by the onionlab.tor.tor role\n"
                                         "HTTPSProxyAuthenticator (value hidden)\nNickname x\n")
     assert torrc.written_by_role(text) and not torrc.written_by_role("# my own\nNickname x\n")
+
+
+# -- issue 26 A8: every form in which tor reads HiddenServiceSingleHopMode 1 ------------------------------------
+# (tor_options, tor_config_lines, the torrc lines the role's torrc.j2 writes from them). tor 0.4.9.11 reads each
+# as HiddenServiceSingleHopMode 1 (test_bypass_forms_are_what_tor_reads asks it); the guard missed all but the
+# first two before (it compared a config line with '^...mode[ \t]+1$' and an option's value with 1, True, '1').
+BYPASSES = [
+    ({"HiddenServiceSingleHopMode": 1}, [], "HiddenServiceSingleHopMode 1"),
+    ({}, ["HiddenServiceSingleHopMode 1"], "HiddenServiceSingleHopMode 1"),
+    ({}, ["HiddenServiceSingleHopMode 1 # yes"], "HiddenServiceSingleHopMode 1 # yes"),
+    ({}, ['HiddenServiceSingleHopMode "1"'], 'HiddenServiceSingleHopMode "1"'),
+    ({}, ['HiddenServiceSingleHopMode "1"  # quoted'], 'HiddenServiceSingleHopMode "1"  # quoted'),
+    ({}, ['HiddenServiceSingleHopMode "\\x31"'], 'HiddenServiceSingleHopMode "\\x31"'),
+    ({}, ['HiddenServiceSingleHopMode "\\61"'], 'HiddenServiceSingleHopMode "\\61"'),
+    ({}, ['HiddenServiceSingleHopMode "1\\0 and more"'], 'HiddenServiceSingleHopMode "1\\0 and more"'),
+    ({}, ["hiddenservicesinglehopmode\t1\t"], "hiddenservicesinglehopmode\t1\t"),
+    ({}, ["+HiddenServiceSingleHopMode 1"], "+HiddenServiceSingleHopMode 1"),
+    ({}, ["HiddenServiceSingleHop 1"], "HiddenServiceSingleHop 1"),
+    ({}, ["HiddenServiceS 1"], "HiddenServiceS 1"),
+    ({"HiddenServiceSingleHopMode": "1 "}, [], "HiddenServiceSingleHopMode 1 "),
+    ({"HiddenServiceSingleHopMode": '"1"'}, [], 'HiddenServiceSingleHopMode "1"'),
+    ({"HiddenServiceSingleHopMode": "1 # yes"}, [], "HiddenServiceSingleHopMode 1 # yes"),
+    ({"HiddenServiceSingleHopMode": [0, 1]}, [], "HiddenServiceSingleHopMode 0\nHiddenServiceSingleHopMode 1"),
+    ({"HiddenServiceSingleHopMode": {"1": "x"}}, [], "HiddenServiceSingleHopMode 1"),
+    ({"HIDDENSERVICESINGLEHOPMODE": True}, [], "HIDDENSERVICESINGLEHOPMODE 1"),
+    ({"HiddenServiceSingleHop": True}, [], "HiddenServiceSingleHop 1"),
+    # more than one line in an item (refused by line_problem first; the guard still reads them as tor does)
+    ({}, ["Nickname x\nHiddenServiceSingleHopMode 1"], "Nickname x\nHiddenServiceSingleHopMode 1"),
+    ({}, ["HiddenServiceSingleHopMode\r 1"], "HiddenServiceSingleHopMode\r 1"),
+    ({}, ["HiddenServiceSingle\rHopMode 1"], "HiddenServiceSingle\rHopMode 1"),
+    ({}, ["HiddenServiceSingleHopMode \\", "1"], "HiddenServiceSingleHopMode \\\n1"),
+    ({"ContactInfo": "x\nHiddenServiceSingleHopMode 1"}, [], "ContactInfo x\nHiddenServiceSingleHopMode 1"),
+]
+BYPASS_IDS = [repr(b[2])[1:-1] for b in BYPASSES]
+
+
+@pytest.mark.parametrize("options, lines, written", BYPASSES, ids=BYPASS_IDS)
+def test_every_form_tor_reads_as_single_hop_is_refused(options, lines, written):
+    msg = torrc.non_anonymous_problem(options, lines, "0", False)
+    assert msg and "Found: " in msg and "tor_non_anonymous_onion_services=False" in msg, msg
+    # acknowledged and complete, the same forms pass the guard (tor then checks them)
+    both = dict(options, HiddenServiceNonAnonymousMode=1)
+    assert torrc.non_anonymous_problem(both, lines, "0", True) is None
+
+
+TOR = "/usr/bin/tor" if os.path.exists("/usr/bin/tor") else "/usr/sbin/tor"
+
+
+def tor_reads(tmp_path, text):
+    """tor --dump-config short of a torrc holding text (offline, nothing else): (exit status, option lines)."""
+    path = tmp_path / "torrc"
+    path.write_bytes(("DataDirectory %s\nDisableNetwork 1\nSocksPort 0\n%s\n" % (tmp_path / "data", text)).encode())
+    p = subprocess.run([TOR, "--dump-config", "short", "--hush", "--defaults-torrc", os.devnull, "-f", str(path)],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=60)
+    return p.returncode, torrc.dump_lines(p.stdout)
+
+
+@pytest.mark.skipif(not os.path.exists(TOR), reason="needs tor")
+@pytest.mark.parametrize("options, lines, written", BYPASSES, ids=BYPASS_IDS)
+def test_bypass_forms_are_what_tor_reads(tmp_path, options, lines, written):
+    """The oracle: tor itself reads each form (as torrc.j2 writes it) as HiddenServiceSingleHopMode 1."""
+    rc, dumped = tor_reads(tmp_path, written + "\nHiddenServiceNonAnonymousMode 1")
+    assert rc == 0 and "HiddenServiceSingleHopMode 1" in dumped, (rc, dumped)
+
+
+@pytest.mark.skipif(not os.path.exists(TOR), reason="needs tor")
+@pytest.mark.parametrize("line", [
+    "HiddenServiceSingleHopMode 0 # 1", "#HiddenServiceSingleHopMode 1", "/HiddenServiceSingleHopMode 1",
+    "HiddenService 1", "HiddenServiceSingleHopMode#1"])
+def test_forms_the_guard_lets_pass_are_not_single_hop_to_tor(tmp_path, line):
+    assert torrc.non_anonymous_problem({}, [line], "0", False) is None
+    rc, dumped = tor_reads(tmp_path, line)
+    assert "HiddenServiceSingleHopMode 1" not in dumped, (rc, dumped)
+
+
+@pytest.mark.parametrize("options, lines, said", [
+    ({}, ["Nickname x\nHiddenServiceSingleHopMode 1"],
+     'tor_config_lines[0] "Nickname x\\nHiddenServiceSingleHopMode 1" holds a newline'),
+    ({}, ["Nickname ok", "ContactInfo a\r"], 'tor_config_lines[1] "ContactInfo a\\r" holds a carriage return'),
+    ({}, ["ContactInfo a\0b"], 'tor_config_lines[0] "ContactInfo a\\u0000b" holds a NUL'),
+    ({}, ["HiddenServiceSingleHopMode \\", "1"],
+     'tor_config_lines[0] "HiddenServiceSingleHopMode \\\\" ends with a backslash (tor continues it on the next line)'),
+    ({"ContactInfo": "x\nHiddenServiceSingleHopMode 1"}, [],
+     'tor_options ContactInfo: the value "x\\nHiddenServiceSingleHopMode 1" holds a newline'),
+    ({"DirAuthority": ["ok", "a\nb"]}, [], 'tor_options DirAuthority: the value "a\\nb" holds a newline'),
+    ({"ContactInfo": "x\\"}, [], 'tor_options ContactInfo: the value "x\\\\" ends with a backslash'),
+    ({"HiddenServiceSingleHopMode 1 #": "x"}, [],
+     'tor_options name "HiddenServiceSingleHopMode 1 #" is not an option name (letters, digits, _)'),
+    ({"Nickname\nHiddenServiceSingleHopMode": 1}, [], 'tor_options name "Nickname\\nHiddenServiceSingleHopMode"'),
+    ({"Socks5ProxyPassword": "pw\nmore"}, [], "tor_options Socks5ProxyPassword: the value (secret: not shown) holds"),
+    ({}, ["Socks5ProxyPassword pw\nmore"], "tor_config_lines[0] (it holds a secret option: not shown) holds a newline"),
+])
+def test_more_than_one_line_is_refused_naming_the_item(options, lines, said):
+    msg = torrc.line_problem(options, lines)
+    assert msg.startswith("Each tor_options value and each tor_config_lines item must be one torrc line: "), msg
+    assert said in msg and msg.endswith("Write each option line as an item of its own (nothing was changed)."), msg
+    assert "pw" not in msg.replace("Password", "")
+
+
+@pytest.mark.parametrize("options, lines", [
+    ({}, []), ({"Nickname": "x", "DirAuthority": ["a b", "c d"], "SafeLogging": True, "__OwningControllerProcess": 1},
+               ["HiddenServiceDir /var/lib/tor/a", "ContactInfo a \\ b", "ContactInfo # ok\t"])])
+def test_one_line_items_pass(options, lines):
+    assert torrc.line_problem(options, lines) is None
+
+
+SECRET = "hunter2-Secret"
+# a torrc's secret lines as tor reads them (the value, continued or not) and what the diff shows for each
+HIDDEN = [
+    ("Socks5ProxyPassword %s" % SECRET, "Socks5ProxyPassword (value hidden)"),
+    ("  socks5proxypassword\t%s # c" % SECRET, "  socks5proxypassword (value hidden)"),
+    ('Socks5ProxyPassword "%s"' % SECRET, "Socks5ProxyPassword (value hidden)"),
+    ("Socks5ProxyPassword hunter\\\n2-Secret", "Socks5ProxyPassword (value hidden)"),
+    ("Socks5ProxyPassword \\\n%s" % SECRET, "Socks5ProxyPassword (value hidden)"),
+    ("Socks5ProxyPassword\\\n%s" % SECRET, "Socks5ProxyPassword (value hidden)"),
+    ("Socks5ProxyPassword hunter\\\n# a comment inside the value\n2-Secret", "Socks5ProxyPassword (value hidden)"),
+    ("Socks5ProxyPassword hunter\\\r\n2-Secret", "Socks5ProxyPassword (value hidden)"),
+    ("Socks5ProxyP %s" % SECRET, "Socks5ProxyP (value hidden)"),
+    ("+Socks5ProxyPassword %s" % SECRET, "+Socks5ProxyPassword (value hidden)"),
+    ("Socks5ProxyUsername %s" % SECRET, "Socks5ProxyUsername (value hidden)"),
+    ("HTTPSProxyAuthenticator me:%s" % SECRET, "HTTPSProxyAuthenticator (value hidden)"),
+    ("HTTPProxyAuth me:%s" % SECRET, "HTTPProxyAuth (value hidden)"),
+    ("HashedControlPassword 16:%s" % SECRET, "HashedControlPassword (value hidden)"),
+    ("Has 16:%s" % SECRET, "Has (value hidden)"),
+]
+
+
+@pytest.mark.parametrize("line, shown", HIDDEN, ids=[repr(h[0]) for h in HIDDEN])
+def test_hide_secrets_hides_every_form_tor_reads(line, shown):
+    text = "# top\nSocks5Proxy 127.0.0.1:1\n%s\nNickname after\n" % line
+    hidden = torrc.hide_secrets(text)
+    assert hidden == "# top\nSocks5Proxy 127.0.0.1:1\n%s\nNickname after\n" % shown, hidden
+    for piece in ("hunter", "2-Secret"):
+        assert piece not in hidden
+    # the same lines as the role compares them when tor is not there to read them
+    assert [i for i in torrc.dropped(torrc.lines_as_written(text), []) if "hunter" in i or "Secret" in i] == []
+
+
+@pytest.mark.skipif(not os.path.exists(TOR), reason="needs tor")
+@pytest.mark.parametrize("line, shown", HIDDEN[:9], ids=[repr(h[0]) for h in HIDDEN[:9]])
+def test_hidden_forms_are_what_tor_reads(tmp_path, line, shown):
+    """The oracle: tor reads the whole secret of each form (continued lines included) as the option's value."""
+    rc, dumped = tor_reads(tmp_path, "Socks5Proxy 127.0.0.1:1\nSocks5ProxyUsername u\n" + line)
+    assert rc == 0 and "Socks5ProxyPassword %s" % SECRET in dumped, (rc, dumped)
+
+
+def test_parse_reads_as_tor_does():
+    assert torrc.parse("ContactInfo a\\\nb # c\nd\n\n# x\nNickname n # c\\\nSocksPort 0\nContactInfo a\\\n\nd") == [
+        (0, 2, "ContactInfo", "ab d"), (5, 5, "Nickname", "n"), (6, 6, "SocksPort", "0"),
+        (7, 7, "ContactInfo", "a\\"), (9, 9, "d", "")]
+    assert torrc.parse('X "a" junk\nY "\\q"') == [(0, 0, "X", None), (1, 1, "Y", None)]
