@@ -48,9 +48,10 @@ class ActionModule(ActionBase):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
         args = self._task.args
-        problem = guard.non_anonymous_problem(args.get('options') or {}, args.get('config_lines') or [],
-                                              args.get('socks_port'),
-                                              boolean(args.get('non_anonymous_onion_services', False), strict=False))
+        problem = guard.line_problem(args.get('options') or {}, args.get('config_lines') or []) or \
+            guard.non_anonymous_problem(args.get('options') or {}, args.get('config_lines') or [],
+                                        args.get('socks_port'),
+                                        boolean(args.get('non_anonymous_onion_services', False), strict=False))
         if problem:
             result.update(failed=True, msg=problem)
             return result
@@ -58,7 +59,7 @@ class ActionModule(ActionBase):
         try:
             result.update(self._setup(args, task_vars))
         except _Failed as e:
-            e.result.pop('before_b64', None)
+            e.result.pop('before_hidden_b64', None)
             result.update(e.result)
             result['steps'] = self._steps
         finally:
@@ -123,10 +124,11 @@ class ActionModule(ActionBase):
             out['backup_file'] = torrc['backup_file']
         if messages:
             out['msg'] = ' '.join(messages)
-        if 'before_b64' in torrc:
+        if 'before_hidden_b64' in torrc:
+            # the module hid the secret values on the host: the current torrc itself never crosses the connection
             path = args.get('config_file', '/etc/tor/torrc')
             out['diff'] = {'before_header': path, 'after_header': path,
-                           'before': guard.hide_secrets(to_text(base64.b64decode(torrc['before_b64']),
+                           'before': guard.hide_secrets(to_text(base64.b64decode(torrc['before_hidden_b64']),
                                                                 errors='surrogate_or_replace')),
                            'after': guard.hide_secrets(to_text(args['torrc']))}
         host = task_vars.get('inventory_hostname', '')

@@ -22,7 +22,10 @@ description:
     the role did not write would lose (an onion service above all) refuses the run unless O(torrc_takeover). When
     check mode finds tor not installed yet, both are compared line by line as written.
   - HiddenServiceSingleHopMode / HiddenServiceNonAnonymousMode in O(options) or O(config_lines) are refused unless
-    O(non_anonymous_onion_services), both set to 1, and O(socks_port=0).
+    O(non_anonymous_onion_services), both set to 1, and O(socks_port=0); the lines are read as tor reads them (any
+    case, an abbreviated name, a quoted or commented value).
+  - An O(options) value or an O(config_lines) item that is not one line (a newline, a carriage return, a backslash
+    at its end) and an O(options) name that is not an option name are refused, naming them.
   - The values of secret options (proxy passwords, C(HashedControlPassword)) are never shown, in messages and diffs
     alike.
   - This is an action plugin; the module of the same name runs on the host once (the check, and the torrc) and the
@@ -344,7 +347,11 @@ class Torrc(object):
             torrc_changed = root_attributes(module, path, '0644', torrc_changed)
         result['steps']['torrc'] = 'changed' if torrc_changed else 'ok'
         if current != new and module._diff:
-            result['before_b64'] = to_text(base64.b64encode(current or b''))
+            # the diff's before: secret values hidden here, so that they never leave the host (the ssh connection
+            # prints a module's whole result at -vvv); base64, so that no_log's masking of the new torrc's text
+            # cannot garble it
+            hidden = guard.hide_secrets(to_text(current or b'', errors='surrogate_or_strict'))
+            result['before_hidden_b64'] = to_text(base64.b64encode(to_bytes(hidden, errors='surrogate_or_strict')))
         result['changed'] = result['changed'] or changed or torrc_changed
 
 
