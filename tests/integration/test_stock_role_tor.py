@@ -15,6 +15,9 @@ Every test puts the host back (stock torrc, nothing new under /etc/tor or /var/l
 in a ``finally``.
 """
 
+import base64
+import json
+import os
 import subprocess
 import time
 
@@ -53,14 +56,15 @@ def torrc_sha(bed):
     return ssh(bed, "sha256sum /etc/tor/torrc").split()[0]
 
 
-def role(bed, tmp_path, check=False, diff=False, **role_vars):
+def role(bed, tmp_path, check=False, diff=False, verbose=(), **role_vars):
     """The tor role on the stock host (no ControlPort: the stock ControlSocket stays), then the
-    onion services tor runs (tor_hidden_service_info, registered as `onions`)."""
+    onion services tor runs (tor_hidden_service_info, registered as `onions`); verbose: e.g. ["-vvv"]."""
     play = {"hosts": "testbed", "gather_facts": True, "gather_subset": ["min"],
             "vars": dict({"tor_control_port": 0}, **role_vars), "roles": ["onionlab.tor.tor"]}
     info = {"hosts": "testbed", "gather_facts": False, "tasks": [
         {"name": "Onion services tor runs", "onionlab.tor.tor_hidden_service_info": {}, "register": "onions"}]}
-    return run_playbook([play, info], tmp_path, check=check, diff=diff, extra_args=["-i", bed.inventory_path])
+    return run_playbook([play, info], tmp_path, check=check, diff=diff,
+                        extra_args=["-i", bed.inventory_path] + list(verbose))
 
 
 def served(bed, tmp_path, until=None, deadline=15.0):
@@ -209,3 +213,61 @@ def test_check_mode_before_tor_is_installed(stockbed, tmp_path):
                  + "rmdir /root/onionlab-away; systemctl daemon-reload", check=False)
         restart_tor(bed)
     assert "LoadState=loaded" in ssh(bed, "systemctl show -p LoadState tor")
+
+
+# -- issue 26 A5: the old torrc's secrets never leave the host, at -vvv --diff over ssh --------------------------------
+def _encodings(text):
+    """The text, and its base64 at each of the 3 alignments (as it shows inside the base64 of a larger file)."""
+    data = text.encode()
+    out = {text}
+    for start in range(3):
+        piece = data[start:]
+        if len(piece) >= 8:
+            full = len(piece) // 3 * 3
+            out.add(base64.b64encode(piece[:full]).decode("ascii"))
+    return out
+
+
+def test_secret_of_the_old_torrc_is_not_printed_at_vvv_diff_over_ssh(stockbed, tmp_path):
+    """The role's own torrc holds a proxy user and password (the password's value continued on a second line, as
+    tor allows); the role replaces it (a new option, the proxy lines dropped, a new password of its own) at -vvv
+    --diff over ssh. Neither the old nor the new secret values show anywhere in the output or the results, in
+    clear or in base64 (of the value at any alignment, of the secret line, of the whole file); the diff is there
+    and says "(value hidden)". Before the fix the module returned the old file in base64 (before_b64), which
+    the ssh connection printed at -vvv."""
+    bed, host = stockbed, stockbed.hosts[0]["name"]
+    tag = os.urandom(5).hex()
+    user, first, rest, new = "user-%s" % tag, "pw-%s-" % tag, "cont-%s" % tag, "newpw-%s" % tag
+    secret_line = "Socks5ProxyPassword %s\\\n%s\n" % (first, rest)
+    old = ("# Written by the onionlab.tor.tor role; local changes are overwritten.\nSocksPort 0\n"
+           "Socks5Proxy 127.0.0.1:1\nSocks5ProxyUsername %s\n%sNickname before\n" % (user, secret_line))
+    ssh(bed, WAIT_TOR)
+    before = set(ssh(bed, SNAPSHOT).split())
+    try:
+        ssh(bed, "set -e; echo %s | base64 -d > /etc/tor/torrc" % base64.b64encode(old.encode()).decode())
+        # tor reads the continued value as one password (so it is the secret the output must not show)
+        dumped = ssh(bed, "tor --dump-config short --hush --defaults-torrc /usr/share/tor/tor-service-defaults-torrc "
+                          "-f /etc/tor/torrc 2>/dev/null | grep ^Socks5ProxyPassword")
+        assert dumped.strip() == "Socks5ProxyPassword %s%s" % (first, rest), dumped
+        run = role(bed, tmp_path, diff=True, verbose=["-vvv"], tor_socks_port=0,
+                   tor_options={"Nickname": "after", "Socks5Proxy": "127.0.0.1:2", "Socks5ProxyUsername": "u",
+                                "Socks5ProxyPassword": new})
+        assert run.rc == 0, run.output
+        setup = run.task(SETUP, host=host)
+        assert setup["status"] == "changed" and setup["result"]["steps"]["torrc"] == "changed", setup
+        assert "ESTABLISH SSH CONNECTION" in run.output and len(run.output) > 10000   # over ssh, -vvv
+        assert "-Nickname before" in run.stdout and "+Nickname after" in run.stdout, run.stdout   # the diff is there
+        assert "-Socks5ProxyPassword (value hidden)" in run.stdout and "+Socks5ProxyPassword (value hidden)" in run.stdout
+        looked_for = set()
+        for text in (user, first, rest, first + rest, new, secret_line, old):
+            looked_for |= _encodings(text)
+        looked_for.add(base64.b64encode(old.encode()).decode())
+        seen = sorted(t for t in looked_for if t in run.output or t in json.dumps(run.tasks))
+        assert not seen, "printed: %s" % seen
+        print("%d forms of the secrets grepped in %d bytes of -vvv --diff output over ssh: 0 hits"
+              % (len(looked_for), len(run.output)))
+    finally:
+        extra = sorted(set(ssh(bed, SNAPSHOT).split()) - before)
+        ssh(bed, "set -e; cp /etc/tor/torrc.onionlab-stock /etc/tor/torrc; "
+                 + "".join("rm -rf -- '%s'; " % p for p in extra))
+        restart_tor(bed)
