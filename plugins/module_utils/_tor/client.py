@@ -17,9 +17,11 @@ Nothing here imports Ansible.
 from __future__ import annotations
 
 import os
+import re
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import advice as _advice
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import auth as _auth
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion as _onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import (
     ConnectionFailed,
     OperationFailed,
@@ -222,6 +224,22 @@ class Controller(object):
             return False
         raise OperationFailed(reply.code, reply.lines[-1].text, "DEL_ONION")
 
+    def hs_fetch(self, address, servers=()):
+        """HSFETCH: tor fetches the descriptor of a v3 address (with or without .onion) from each HSDir in
+        servers ($ + 40 hex digits), or from one it chooses; the outcome comes as HS_DESC / HS_DESC_CONTENT
+        events."""
+        args = [_service_id(address)] + ["SERVER=" + _server(s) for s in servers]
+        self.request("HSFETCH", args)
+
+    def hs_post(self, descriptor, servers=(), address=None):
+        """+HSPOST: tor uploads a descriptor (its text) to each HSDir in servers, or to those responsible
+        for it; HSADDRESS= (a v3 address) is needed for a v3 descriptor. The outcome comes as HS_DESC
+        events (UPLOAD, UPLOADED or FAILED)."""
+        args = ["SERVER=" + _server(s) for s in servers]
+        if address is not None:
+            args.append("HSADDRESS=" + _service_id(address))
+        self.request("HSPOST", args, data=descriptor)
+
     def list_onions(self):
         """{'current': [service ids of this connection], 'detached': [...]}."""
         info = self.get_info("onions/current", "onions/detached")
@@ -236,6 +254,26 @@ def _integer(value, what):
         return int(value)
     except (TypeError, ValueError, OverflowError):
         raise UnsafeValue("%s must be a whole number, not %r" % (what, value))
+
+
+_SERVER_RE = re.compile(r"\$?[0-9A-Fa-f]{40}\Z")
+
+
+def _service_id(address):
+    """The service id of a v3 address (checked: checksum and version), without .onion."""
+    try:
+        _onion.parse_onion_address(address)
+    except ValueError as exc:
+        raise UnsafeValue(str(exc))
+    return address[:-len(".onion")] if address.endswith(".onion") else address
+
+
+def _server(value):
+    """An HSDir for SERVER=: $ and 40 hex digits (its identity fingerprint)."""
+    text = str(value)
+    if not _SERVER_RE.match(text):
+        raise UnsafeValue("an HSDir must be given as $ and its 40 hex digit fingerprint, got %r" % text[:60])
+    return "$" + text.lstrip("$").upper()
 
 
 def _id_list(value):

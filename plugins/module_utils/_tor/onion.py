@@ -71,8 +71,12 @@ def _double(p1):
 
 
 def _scalarmult_base(scalar):
+    return _scalarmult(_B, scalar)
+
+
+def _scalarmult(point, scalar):
     q = (0, 1, 1, 0)
-    p = _B
+    p = point
     while scalar:
         if scalar & 1:
             q = _add(q, p)
@@ -93,6 +97,32 @@ def ed25519_public_from_expanded(expanded):
     if len(expanded) != 64:
         raise OnionKeyError("an ed25519 expanded secret key is 64 bytes")
     return _encode_point(_scalarmult_base(int.from_bytes(expanded[:32], "little")))
+
+
+# -- key blinding (rend-spec-v3 appendix A.2): the key a descriptor of one time period is signed for --
+_BLIND_STRING = b"Derive temporary signing key\0"
+_BASEPOINT_STRING = (b"(15112221349535400772501151409588531511454012693041857206046113283949847762202, "
+                     b"46316835694926478169428394003475163141307993866256225615783033603165251855960)")
+
+
+def blinded_public_key(public_key, period_num, period_length):
+    """The service's blinded public key for time period `period_num` of `period_length` minutes:
+    h = SHA3-256(BLIND_STRING | A | B | "key-blind" | INT_8(period_num) | INT_8(period_length)), clamped; h*A."""
+    if len(public_key) != 32:
+        raise OnionKeyError("an ed25519 public key is 32 bytes")
+    nonce = b"key-blind" + period_num.to_bytes(8, "big") + period_length.to_bytes(8, "big")
+    h = bytearray(hashlib.sha3_256(_BLIND_STRING + public_key + _BASEPOINT_STRING + nonce).digest())
+    h[0] &= 248
+    h[31] &= 63
+    h[31] |= 64
+    y = int.from_bytes(public_key, "little")
+    sign, y = y >> 255, y & ((1 << 255) - 1)
+    if y >= _P:
+        raise OnionKeyError("not an ed25519 public key")
+    x = _recover_x(y, sign)
+    if (x * x * -1 + y * y - 1 - _D * x * x * y * y) % _P != 0:
+        raise OnionKeyError("not an ed25519 public key (not on the curve)")
+    return _encode_point(_scalarmult((x, y, 1, x * y % _P), int.from_bytes(bytes(h), "little")))
 
 
 _SQRT_M1 = pow(2, (_P - 1) // 4, _P)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import errno
 import re
+import select
 import socket
 import time
 
@@ -240,6 +241,33 @@ class ControlSocket(object):
     def request(self, data):
         self.send(data)
         return self.recv_reply()
+
+    def wait_event(self, timeout):
+        """The next asynchronous event to arrive within `timeout` seconds, also kept in .events; None when
+        none came (the connection stays open). A reply that is not an event is a ProtocolError."""
+        if self.closed:
+            raise ConnectionFailed("the control connection to %s is closed" % self.where)
+        deadline = time.monotonic() + max(0.0, timeout)
+        while self._buf.find(b"\n", self._pos) < 0:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            try:
+                readable = select.select([self._sock], [], [], remaining)[0]
+            except (OSError, ValueError) as exc:
+                self.close()
+                raise ConnectionFailed("lost the control connection to %s: %s" % (self.where, exc))
+            if not readable:
+                return None
+            self._fill(time.monotonic() + self.timeout)
+        message = self._read_message(time.monotonic() + self.timeout)
+        if not message.is_event:
+            self.close()
+            raise ProtocolError("tor at %s sent a reply nobody asked for: %r" % (self.where, message.lines[0].text[:80]))
+        self.events.append(message)
+        if len(self.events) > MAX_EVENTS:
+            del self.events[0]
+        return message
 
     def close(self):
         if not self.closed:

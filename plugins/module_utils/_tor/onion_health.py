@@ -1,0 +1,363 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, onionlab.tor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The state of a tor's onion services as the network sees them (module tor_onion_health, the watchdog).
+
+For each service: its own side (the descriptor tor built: GETINFO hs/service/desc/id/<id>, its
+revision counter, lifetime and blinded key) and the network's side: the HSDirs responsible for it
+in the current time period (hsdir_ring.py, from the consensus and microdescriptors tor holds), each
+asked for the descriptor with one HSFETCH ... SERVER=, their answers read from HS_DESC and
+HS_DESC_CONTENT events (held the current revision, an older or a newer one, NOT_FOUND, failed with
+tor's reason, no answer in time; how long each took). One verdict per service: "healthy",
+"unhealthy" (with the reasons in words) or "pending" (tor has built no descriptor yet, or has no
+live consensus: nothing to judge). Nothing is changed on tor, except what a fetch changes in its
+client cache.
+
+repost() is the first step of the watchdog's repair: the service's current descriptor posted to the
+HSDirs that lack it (+HSPOST SERVER=... HSADDRESS=...), the outcome from HS_DESC events.
+
+This is a private module_utils file of onionlab.tor; its API may change at any time.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import time
+
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import consensus as _consensus
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import hsdir_ring
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_manager as sm
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import OperationFailed, TorError
+
+DEFAULT_TIMEOUT = 30.0
+CONSENSUS_KEY = "dir/status-vote/current/consensus-microdesc"
+_ROUTER_FIELDS = ["fingerprint", "nickname", "flags", "protocols", "microdescriptor_digest"]
+_CERT_RE = re.compile(r"-----BEGIN ED25519 CERT-----\n(.*?)\n-----END ED25519 CERT-----", re.S)
+_HSDIR_RE = re.compile(r"\$([0-9A-Fa-f]{40})(?:[~=]\S*)?\Z")
+
+
+class HealthError(TorError):
+    """A request this module cannot answer (an address that is not a service of this tor)."""
+
+
+# -- descriptors ---------------------------------------------------------------------------------------
+def outer_layer(text):
+    """(revision counter, lifetime in minutes, blinded key bytes or None) of a v3 descriptor's plaintext
+    outer layer; (None, None, None) when it is not one."""
+    if not text or not text.startswith("hs-descriptor 3"):
+        return None, None, None
+    revision = lifetime = None
+    for line in text.splitlines():
+        if line.startswith("revision-counter "):
+            revision = _int(line.split(" ", 1)[1])
+        elif line.startswith("descriptor-lifetime "):
+            lifetime = _int(line.split(" ", 1)[1])
+        elif line == "superencrypted":
+            break
+    match = _CERT_RE.search(text)
+    return revision, lifetime, signed_with_key(match.group(1)) if match else None
+
+
+def _int(text):
+    text = text.strip()
+    return int(text) if text.isdigit() else None
+
+
+def signed_with_key(cert_b64):
+    """The key an ed25519 certificate (tor's cert-spec) was signed with, from its extension 04: for a
+    descriptor signing key certificate, the service's blinded key. None when absent or malformed."""
+    try:
+        raw = base64.b64decode("".join(cert_b64.split()))
+    except (ValueError, TypeError):
+        return None
+    if len(raw) < 40 or raw[0] != 1:
+        return None
+    position, count = 40, raw[39]
+    for _ in range(count):
+        if position + 4 > len(raw):
+            return None
+        length, kind = int.from_bytes(raw[position:position + 2], "big"), raw[position + 2]
+        data = raw[position + 4:position + 4 + length]
+        if kind == 4 and length == 32 and len(data) == 32:
+            return data
+        position += 4 + length
+    return None
+
+
+# -- what tor holds: services, consensus, ring ------------------------------------------------------
+def local_services(ctl):
+    """[{address, path, type}] of every onion service tor runs (persistent ones whose key file could not be
+    read have address None)."""
+    out = []
+    for service in sm.list_services(ctl):
+        out.append({"address": service.get("onion_address"), "path": service.get("path"),
+                    "type": service["type"]})
+    return out
+
+
+def network_view(ctl):
+    """(Period, Ring, consensus summary) from the consensus and microdescriptors tor holds; (None, None,
+    why) when it has no live consensus."""
+    try:
+        text = ctl.get_info(CONSENSUS_KEY)[CONSENSUS_KEY]
+    except OperationFailed as exc:
+        return None, None, "tor has no consensus (%s)" % exc.message
+    if not text.strip():
+        return None, None, "tor has no consensus yet"
+    doc = _consensus.parse_consensus(text, fields=_ROUTER_FIELDS)
+    if not doc["summary"]["is_valid"]:
+        return None, None, "tor's consensus is not valid now (valid-after %s, valid-until %s)" % (
+            doc["valid_after"], doc["valid_until"])
+    testing = dict(ctl.get_conf("TestingTorNetwork")).get("TestingTorNetwork") == "1"
+    period = hsdir_ring.Period(doc, testing=testing)
+    by_digest = hsdir_ring.microdescriptor_identities(ctl.get_info("md/all")["md/all"])
+    identities = dict((r["fingerprint"], by_digest.get(r["microdescriptor_digest"])) for r in doc["routers"])
+    identities = dict((k, v) for k, v in identities.items() if v is not None)
+    ring = hsdir_ring.Ring(period, doc["routers"], identities)
+    summary = {"valid_after": doc["valid_after"], "hsdirs": len(ring.nodes),
+               "replicas": hsdir_ring.param(doc, "hsdir_n_replicas"),
+               "spread_fetch": hsdir_ring.param(doc, "hsdir_spread_fetch"),
+               "spread_store": hsdir_ring.param(doc, "hsdir_spread_store")}
+    return period, ring, summary
+
+
+def bootstrapped(ctl):
+    """(done, tor's bootstrap summary) from GETINFO status/bootstrap-phase."""
+    phase = ctl.get_info("status/bootstrap-phase")["status/bootstrap-phase"]
+    match = re.search(r"PROGRESS=(\d+)", phase)
+    summary = re.search(r'SUMMARY="([^"]*)"', phase)
+    return bool(match and int(match.group(1)) >= 100), summary.group(1) if summary else phase[:80]
+
+
+# -- the check -------------------------------------------------------------------------------------------
+class _Service(object):
+    def __init__(self, entry):
+        self.address = entry["address"]
+        self.service_id = self.address[:-len(".onion")]
+        self.path = entry.get("path")
+        self.type = entry["type"]
+        self.descriptor = None
+        self.revision = self.lifetime = self.blinded = None
+        self.responsible = []
+        self.fetch_set = set()
+        self.for_period = None
+        self.answers = {}   # fingerprint -> dict
+        self.texts = {}     # revision -> a descriptor text an HSDir served
+        self.client_blinded = None
+        self.pending = None
+
+    def own_side(self, ctl, period):
+        key = "hs/service/desc/id/" + self.service_id
+        try:
+            self.descriptor = ctl.get_info(key)[key]
+        except OperationFailed as exc:
+            if exc.code != "552":
+                raise
+            self.pending = "tor has not built a descriptor for it yet"
+            return
+        self.revision, self.lifetime, self.blinded = outer_layer(self.descriptor)
+        if period is not None and self.blinded is not None:
+            public = onion.parse_onion_address(self.address)
+            for number in (period.number, period.number + 1, period.number - 1):
+                if onion.blinded_public_key(public, number, period.length) == self.blinded:
+                    self.for_period = number
+                    break
+
+
+def check(ctl, addresses=None, timeout=DEFAULT_TIMEOUT, min_hsdirs=None, clock=time.monotonic):
+    """The health of each service (all of tor's, or those of `addresses`), as a dict for a module result."""
+    listed = [s for s in local_services(ctl) if s["address"]]
+    if addresses:
+        wanted = [a if a.endswith(".onion") else a + ".onion" for a in addresses]
+        known = set(s["address"] for s in listed)
+        missing = [a for a in wanted if a not in known]
+        if missing:
+            raise HealthError("not an onion service of this tor: %s (it runs %s)" % (
+                ", ".join(missing), ", ".join(sorted(known)) or "none"))
+        listed = [s for s in listed if s["address"] in wanted]
+    services = [_Service(s) for s in listed]
+    ready, phase = bootstrapped(ctl)
+    period, ring, network = network_view(ctl) if ready else (None, None, "tor is bootstrapping (%s)" % phase)
+    for service in services:
+        service.own_side(ctl, period)
+        if period is None and service.pending is None:
+            service.pending = network
+    asked = [s for s in services if s.pending is None]
+    if asked:
+        _fetch(ctl, asked, ring, network, timeout, clock)
+    results = [_verdict(s, network if isinstance(network, dict) else None, min_hsdirs) for s in services]
+    return {
+        "healthy": all(r["state"] != "unhealthy" for r in results),
+        "unhealthy": [r["address"] for r in results if r["state"] == "unhealthy"],
+        "pending": [r["address"] for r in results if r["state"] == "pending"],
+        "services": results,
+        "period": None if period is None else {
+            "number": period.number, "length_minutes": period.length, "srv": period.srv_source},
+        "network": network if isinstance(network, dict) else {"problem": network},
+    }
+
+
+def _fetch(ctl, services, ring, network, timeout, clock):
+    """One HSFETCH per service to every responsible HSDir; the answers from the events, until all came or
+    the deadline passed."""
+    start = clock()
+    first = len(ctl.events)
+    ctl.request("SETEVENTS", ["HS_DESC", "HS_DESC_CONTENT"])
+    try:
+        by_id = {}
+        for service in services:
+            public = onion.parse_onion_address(service.address)
+            service.client_blinded = onion.blinded_public_key(public, ring.period.number, ring.period.length)
+            service.responsible = ring.responsible(service.client_blinded, network["replicas"], network["spread_store"])
+            service.fetch_set = _client_set(service.responsible, network["spread_fetch"])
+            if service.responsible:
+                ctl.hs_fetch(service.address, ["$" + f for f, _n, _r in service.responsible])
+            by_id[service.service_id] = service
+        deadline = start + timeout
+        index = first
+        while True:
+            while index < len(ctl.events):
+                _take(ctl.events[index], by_id, clock() - start)
+                index += 1
+            if all(_done(s) for s in services):
+                break
+            remaining = deadline - clock()
+            if remaining <= 0 or ctl.sock.wait_event(remaining) is None:
+                break
+    finally:
+        ctl.request("SETEVENTS", [])
+    while index < len(ctl.events):
+        _take(ctl.events[index], by_id, clock() - start)
+        index += 1
+
+
+def _done(service):
+    """Whether every HSDir asked for the service has answered (a receipt counts once its content came)."""
+    for fingerprint, _nickname, _replica in service.responsible:
+        answer = service.answers.get(fingerprint, {})
+        if "revision" not in answer and answer.get("event") != "FAILED":
+            return False
+    return True
+
+
+def _client_set(responsible, spread_fetch):
+    """The HSDirs a client asks: the first spread_fetch of each replica's run on the ring."""
+    out, counts = set(), {}
+    for fingerprint, _nickname, replica in responsible:
+        counts[replica] = counts.get(replica, 0) + 1
+        if counts[replica] <= spread_fetch:
+            out.add(fingerprint)
+    return out
+
+
+def _take(event, by_id, seconds):
+    """One HS_DESC / HS_DESC_CONTENT event into its service's answers."""
+    words = event.lines[0].text.split()
+    if not words:
+        return
+    if words[0] == "HS_DESC_CONTENT" and len(words) >= 4:
+        service = by_id.get(words[1])
+        fingerprint = _fingerprint(words[3])
+        if service is None or fingerprint is None:
+            return
+        text = event.lines[0].data or ""
+        revision = outer_layer(text)[0]
+        answer = service.answers.setdefault(fingerprint, {"seconds": round(seconds, 3)})
+        if revision is not None:
+            answer["revision"] = revision
+            service.texts.setdefault(revision, text)
+        return
+    if words[0] != "HS_DESC" or len(words) < 5 or words[1] not in ("RECEIVED", "FAILED"):
+        return
+    service = by_id.get(words[2])
+    fingerprint = _fingerprint(words[4])
+    if service is None or fingerprint is None:
+        return
+    answer = service.answers.setdefault(fingerprint, {"seconds": round(seconds, 3)})
+    answer["event"] = words[1]
+    reason = [w.split("=", 1)[1] for w in words[5:] if w.startswith("REASON=")]
+    if reason:
+        answer["reason"] = reason[0]
+
+
+def _fingerprint(word):
+    match = _HSDIR_RE.match(word)
+    return match.group(1).upper() if match else None
+
+
+def _verdict(service, network, min_hsdirs):
+    out = {"address": service.address, "path": service.path, "type": service.type,
+           "descriptor": {"built": service.descriptor is not None, "revision": service.revision,
+                          "lifetime_minutes": service.lifetime,
+                          "for_period": service.for_period},
+           "hsdirs": [], "counts": {}, "reasons": []}
+    if service.pending is not None:
+        out.update(state="pending", healthy=None, reasons=[service.pending])
+        return out
+    reference, source = reference_revision(service)
+    counts = {"responsible": len(service.responsible), "current": 0, "older": 0, "newer": 0, "missing": 0,
+              "failed": 0, "no_answer": 0}
+    for fingerprint, nickname, replica in service.responsible:
+        answer = service.answers.get(fingerprint, {})
+        result = _result(answer, reference)
+        counts[result] += 1
+        out["hsdirs"].append({"fingerprint": fingerprint, "nickname": nickname, "replica": replica,
+                              "client_fetches": fingerprint in service.fetch_set, "result": result,
+                              "revision": answer.get("revision"), "reason": answer.get("reason"),
+                              "seconds": answer.get("seconds")})
+    out["descriptor"].update(current_revision=reference, compared_with=source)
+    out["counts"] = counts
+    fetched = [h for h in out["hsdirs"] if h["client_fetches"]]
+    needed = min_hsdirs if min_hsdirs is not None else (len(fetched) + 1) // 2
+    holding = sum(1 for h in fetched if h["result"] == "current")
+    reasons = ["%d of %d responsible HSDirs hold the current descriptor (revision %s, %s)%s" % (
+        counts["current"], counts["responsible"], reference, source, _others(counts))]
+    if not service.responsible:
+        reasons = ["no HSDir is responsible for it in tor's consensus (%s HSDirs with a known identity)"
+                   % (network or {}).get("hsdirs")]
+    healthy = bool(service.responsible) and holding >= max(needed, 1)
+    if not healthy and service.responsible:
+        reasons.append("%d of the %d HSDirs clients ask hold it, %d needed" % (holding, len(fetched), max(needed, 1)))
+    out.update(state="healthy" if healthy else "unhealthy", healthy=healthy, reasons=reasons)
+    return out
+
+
+def reference_revision(service):
+    """(the revision the HSDirs should hold, where it comes from): tor's own descriptor when it is the one
+    clients fetch now (signed with the key blinded for the consensus's time period); else, around a time
+    period's change, when tor's current descriptor is the previous period's, the newest an HSDir served."""
+    if service.blinded is not None and service.blinded == service.client_blinded:
+        return service.revision, "tor's own descriptor"
+    if service.texts:
+        return max(service.texts), "the newest on the HSDirs (tor's own is for time period %s)" % service.for_period
+    return None, "none known (tor's own descriptor is for time period %s)" % service.for_period
+
+
+def reference_text(service):
+    """The text of the descriptor at the reference revision (to post again), or None."""
+    reference, _source = reference_revision(service)
+    if service.blinded is not None and service.blinded == service.client_blinded:
+        return service.descriptor
+    return service.texts.get(reference)
+
+
+def _others(counts):
+    parts = []
+    for key, words in (("older", "an older revision"), ("newer", "a newer revision"), ("missing", "NOT_FOUND"),
+                       ("failed", "failed"), ("no_answer", "no answer in time")):
+        if counts[key]:
+            parts.append("%d %s" % (counts[key], words if key != "missing" else "answer " + words))
+    return "; " + ", ".join(parts) if parts else ""
+
+
+def _result(answer, revision):
+    if answer.get("event") == "RECEIVED" or "revision" in answer:
+        got = answer.get("revision")
+        if got is None or revision is None:
+            return "failed"
+        return "current" if got == revision else ("older" if got < revision else "newer")
+    if answer.get("event") == "FAILED":
+        return "missing" if answer.get("reason") == "NOT_FOUND" else "failed"
+    return "no_answer"

@@ -1,0 +1,199 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, onionlab.tor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: tor_onion_health
+short_description: The onion services of a tor as the network sees them, one verdict each
+version_added: 0.2.0
+description:
+  - For each onion service of the local tor (all of them, or those in O(addresses)), through its control port or
+    socket, reads the service's own side and asks the network for it.
+  - "The service's own side: the descriptor tor built (C(GETINFO hs/service/desc/id/<id>)): its revision counter,
+    lifetime, and the time period its blinded key is for."
+  - "The network's side: the HSDirs responsible for the service in the current time period, computed as tor does
+    (rend-spec-v3's hash ring from the consensus and the microdescriptors tor holds: time period, shared random
+    value, each HSDir's index, the service's key blinded for the period), each asked for the descriptor with one
+    C(HSFETCH ... SERVER=); their answers come from C(HS_DESC) and C(HS_DESC_CONTENT) events: the revision each
+    serves, C(NOT_FOUND), another failure with tor's reason, or no answer within O(fetch_timeout); and how long each
+    took."
+  - "One verdict per service: V(healthy), V(unhealthy) with the reasons in words (C(2 of 6 responsible HSDirs hold
+    the current descriptor ...)), or V(pending) when there is nothing to judge yet: tor has not built the
+    service's descriptor (just started), has no live consensus, or is bootstrapping."
+  - The current revision is tor's own descriptor's when it is the one clients fetch now; around a change of time
+    period, when tor's current descriptor is still the previous period's, it is the newest an HSDir serves
+    (RV(services[].descriptor.compared_with) says which).
+  - Nothing is changed on tor (its client cache holds the fetched descriptors afterwards); C(changed) is always
+    V(false) and check mode runs the same check.
+author:
+  - onionlab.tor contributors (@onionlab)
+options:
+  addresses:
+    description:
+      - The services to check (v3 onion addresses, with or without C(.onion)); each must be a service of this tor.
+      - Not given, every service of this tor whose address is known.
+    type: list
+    elements: str
+  fetch_timeout:
+    description: Seconds to wait for the HSDirs' answers (all services are asked at once).
+    type: float
+    default: 30.0
+  min_hsdirs:
+    description:
+      - How many of the HSDirs clients ask (the first C(hsdir_spread_fetch) of each replica) must hold the current
+        descriptor for the service to be healthy.
+      - Not given, half of them, rounded up.
+    type: int
+extends_documentation_fragment:
+  - onionlab.tor.control
+  - onionlab.tor.attributes
+  - onionlab.tor.attributes.INFO_MODULE
+  - onionlab.tor.attributes.ACTIONGROUP_TOR
+notes:
+  - "The service's own tor asks the HSDirs, over its own circuits: an HSDir it cannot reach shows as V(failed) or
+    V(no_answer), which says as much about this tor's circuits as about the service."
+  - "Services with client authorization are checked like the others: the outer layer of a descriptor, which holds
+    the revision counter, is readable without a client key."
+seealso:
+  - module: onionlab.tor.tor_onion_probe
+    description: Reach the services through a SocksPort, as a client does.
+  - name: rend-spec-v3, the hash ring
+    description: How the HSDirs of a descriptor are chosen.
+    link: https://spec.torproject.org/rend-spec/deriving-keys.html
+"""
+
+EXAMPLES = r"""
+- name: How the network sees this host's onion services
+  onionlab.tor.tor_onion_health:
+  become: true
+  register: health
+
+- name: Stop when a service is unreachable from the network
+  ansible.builtin.assert:
+    that: health.healthy
+    fail_msg: "{{ health.services | selectattr('state', 'eq', 'unhealthy') | map(attribute='reasons') | list }}"
+
+- name: One service, at least 4 of the HSDirs clients ask holding its descriptor
+  onionlab.tor.tor_onion_health:
+    control_port: 9051
+    addresses: [pg6mmjiyjmcrsslvykfwnntlaru7p5svn6y2ymmju6nubxndf4pscryd.onion]
+    min_hsdirs: 4
+"""
+
+RETURN = r"""
+healthy:
+  description: No service is unhealthy (pending ones aside).
+  returned: success
+  type: bool
+unhealthy:
+  description: The addresses of the unhealthy services.
+  returned: success
+  type: list
+  elements: str
+pending:
+  description: The addresses of the services with nothing to judge yet.
+  returned: success
+  type: list
+  elements: str
+period:
+  description: The time period of tor's consensus (V(null) without a live consensus).
+  returned: success
+  type: dict
+  contains:
+    number:
+      description: The time period number.
+      type: int
+    length_minutes:
+      description: Its length in minutes (a day on the Tor network; one SRV run on a testing network).
+      type: int
+    srv:
+      description: The shared random value of the ring, V(current), V(previous) or V(disaster) (none in the consensus).
+      type: str
+network:
+  description: What the ring was made of, or C(problem) when there is none.
+  returned: success
+  type: dict
+  sample: {"valid_after": "2026-12-04T16:46:45Z", "hsdirs": 6, "replicas": 2, "spread_fetch": 3, "spread_store": 4}
+services:
+  description: One entry per service checked.
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    address:
+      description: The onion address.
+      type: str
+    path:
+      description: Its directory (V(null) for an ephemeral service).
+      type: str
+    type:
+      description: V(persistent) or V(ephemeral).
+      type: str
+    state:
+      description: V(healthy), V(unhealthy) or V(pending).
+      type: str
+    healthy:
+      description: V(true), V(false), or V(null) when pending.
+      type: bool
+    reasons:
+      description: The verdict in words.
+      type: list
+      elements: str
+    descriptor:
+      description: Tor's own descriptor (C(built), C(revision), C(lifetime_minutes), C(for_period)) and the revision
+        the HSDirs were compared with (C(current_revision), C(compared_with)).
+      type: dict
+    counts:
+      description: How many responsible HSDirs hold the current revision, an older, a newer one, answer NOT_FOUND
+        (C(missing)), failed otherwise, or gave no answer in time.
+      type: dict
+      sample: {"responsible": 6, "current": 2, "older": 0, "newer": 0, "missing": 4, "failed": 0, "no_answer": 0}
+    hsdirs:
+      description: Each responsible HSDir (C(fingerprint), C(nickname), C(replica), C(client_fetches)) and its
+        answer (C(result), C(revision), tor's C(reason), C(seconds) since the fetch began).
+      type: list
+      elements: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.onionlab.tor.plugins.module_utils._common import (
+    MODULE_ERRORS,
+    connect_module,
+    control_argument_spec,
+    fail,
+)
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion, onion_health
+
+
+def main():
+    module = AnsibleModule(argument_spec=control_argument_spec(
+        addresses=dict(type="list", elements="str"),
+        fetch_timeout=dict(type="float", default=onion_health.DEFAULT_TIMEOUT),
+        min_hsdirs=dict(type="int"),
+    ), mutually_exclusive=[("control_port", "control_socket")], supports_check_mode=True)
+    p = module.params
+    if p["fetch_timeout"] <= 0:
+        module.fail_json(msg="fetch_timeout must be a positive number of seconds, got %s" % p["fetch_timeout"])
+    if p["min_hsdirs"] is not None and p["min_hsdirs"] < 1:
+        module.fail_json(msg="min_hsdirs must be at least 1, got %d" % p["min_hsdirs"])
+    for address in p["addresses"] or []:
+        try:
+            onion.parse_onion_address(address)
+        except ValueError as exc:
+            module.fail_json(msg="addresses: %s" % exc)
+    try:
+        with connect_module(module) as ctl:
+            result = onion_health.check(ctl, addresses=p["addresses"], timeout=p["fetch_timeout"],
+                                        min_hsdirs=p["min_hsdirs"])
+    except MODULE_ERRORS as exc:
+        fail(module, exc, changed=False)
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == "__main__":
+    main()
