@@ -89,13 +89,16 @@ ESSENTIAL = ['usr/lib/systemd/systemd', 'usr/sbin/sshd', 'usr/bin/python3', 'usr
 # -> the package that has it. ./run installs tor, python3-venv and git itself (before .venv exists).
 #   bed: the nspawn hosts (HostBed, `up`, the demo);
 #   tests: what the tests run besides: the private network's tor-gencert, Onionbalance on the
-#     private network (test_privnet_onionbalance.py), a real Prometheus (test_metrics_*.py), curl
+#     private network (test_privnet_onionbalance.py), a real Prometheus (test_metrics_*.py) and
+#     Alertmanager (test_onionprobe_bed.py; amtool checks the prometheus role's configuration), curl
 #     beside tor_onion_probe (test_tor_onion_probe.py).
 CONTROLLER_PACKAGES = {
     'bed': {'systemd-nspawn': 'systemd-container', 'debootstrap': 'debootstrap',
             'ssh': 'openssh-client', 'ssh-keygen': 'openssh-client', 'dpkg-deb': 'dpkg'},
     'tests': {'tor': 'tor', 'tor-gencert': 'tor', 'onionbalance': 'onionbalance',
-              '/usr/bin/prometheus': 'prometheus', '/usr/bin/promtool': 'prometheus', 'curl': 'curl'},
+              '/usr/bin/prometheus': 'prometheus', '/usr/bin/promtool': 'prometheus', 'curl': 'curl',
+              '/usr/bin/prometheus-alertmanager': 'prometheus-alertmanager',
+              '/usr/bin/amtool': 'prometheus-alertmanager'},
 }
 PACKAGE_GROUPS = tuple(CONTROLLER_PACKAGES)
 APT_PACKAGES = CONTROLLER_PACKAGES['bed']  # the name before the groups

@@ -109,7 +109,8 @@ def test_every_skip_reason_of_the_steps_has_its_package():
     step, without it) is in the groups `ensure-packages` installs."""
     wanted = {"onionbalance": "onionbalance", "tor-gencert": "tor", "/usr/bin/prometheus": "prometheus",
               "/usr/bin/promtool": "prometheus", "curl": "curl", "systemd-nspawn": "systemd-container",
-              "debootstrap": "debootstrap", "ssh": "openssh-client"}
+              "debootstrap": "debootstrap", "ssh": "openssh-client",
+              "/usr/bin/prometheus-alertmanager": "prometheus-alertmanager", "/usr/bin/amtool": "prometheus-alertmanager"}
     every = {cmd: pkg for group in hosts.PACKAGE_GROUPS for cmd, pkg in hosts.CONTROLLER_PACKAGES[group].items()}
     assert {cmd: every.get(cmd) for cmd in wanted} == wanted
 

@@ -1,0 +1,157 @@
+# Copyright (c) 2026, onionlab.tor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The prometheus role's Onionprobe job, Onionprobe's alert rules beside ours in one rule file, and Alertmanager's
+configuration, on the controller (ansible-playbook; Debian's promtool and amtool check what the role writes):
+
+- the Onionprobe job scrapes each monitoring host's exporter (label prober) and relabels host and onion from
+  Onionprobe's endpoint name and address; Prometheus sends alerts to Alertmanager;
+- `promtool check rules` finds the 10 rules of one file; `promtool test rules` fires each Onionprobe alert on
+  synthetic series after the `for` given by the role's variables, with the labels an operator needs;
+- Alertmanager's configuration for a webhook and for email passes `amtool check-config`; a receiver without its
+  options is refused with one message before anything is written; a second run changes nothing.
+The same with real Onionprobe, Prometheus and Alertmanager on the private network: test_onionprobe_bed.py.
+"""
+
+import json
+
+import yaml
+
+from harness import prometheus as prom
+from harness.ansible_run import run_playbook
+
+ROLE_VARS = {'prometheus_install': False, 'prometheus_manage_service': False}
+
+
+def role(tmp_path, **extra):
+    inventory = tmp_path / 'hosts.json'
+    inventory.write_text(json.dumps({'all': {'hosts': {
+        'web1': {'ansible_host': '10.0.0.5', 'tor_metrics_port': 9035},
+        'monitor': {'ansible_host': '10.0.0.9', 'onionprobe_exporter_port': 19935},
+        'monitor2': {'onionprobe_exporter_address': 'fd00::9'}}}}))
+    etc = tmp_path / 'etc'
+    role_vars = dict(ROLE_VARS, role='onionlab.tor.prometheus', prometheus_config_dir=str(etc),
+                     prometheus_tor_hosts=['web1'], prometheus_onionprobe_hosts=['monitor', 'monitor2'], **extra)
+    run = run_playbook([{'hosts': 'localhost', 'gather_facts': False, 'roles': [role_vars]}], tmp_path,
+                       extra_args=['-i', str(inventory)])
+    return etc, run
+
+
+def test_onionprobe_job_rules_and_alertmanager(tmp_path):
+    etc, run = role(tmp_path, prometheus_alertmanager_receiver='webhook',
+                    prometheus_alertmanager_webhook_url='http://127.0.0.1:5001/hook')
+    assert run.rc == 0, run.output
+    rc, out = prom.promtool('check', 'config', str(etc / 'prometheus.yml'))
+    assert rc == 0, out
+    rc, out = prom.promtool('check', 'rules', str(etc / 'onionlab_tor_rules.yml'))
+    assert rc == 0 and 'SUCCESS: 10 rules found' in out, out
+    conf = yaml.safe_load((etc / 'prometheus.yml').read_text())
+    assert conf['alerting'] == {'alertmanagers': [{'static_configs': [{'targets': ['127.0.0.1:9093']}]}]}
+    job = [j for j in conf['scrape_configs'] if j['job_name'] == 'onionprobe'][0]
+    assert job['static_configs'] == [{'targets': ['10.0.0.9:19935'], 'labels': {'prober': 'monitor'}},
+                                     {'targets': ['[fd00::9]:9935'], 'labels': {'prober': 'monitor2'}}]
+    assert [(r['source_labels'], r['target_label']) for r in job['metric_relabel_configs']] == [
+        (['name'], 'host'), (['address'], 'onion')]
+    text = (etc / 'prometheus.yml').read_text() + (etc / 'onionlab_tor_rules.yml').read_text()
+    assert text.count('onionlab watchdog (issue 27)') == 2
+    am = yaml.safe_load((etc / 'alertmanager.yml').read_text())
+    assert am['receivers'] == [{'name': 'onionlab', 'webhook_configs': [
+        {'url': 'http://127.0.0.1:5001/hook', 'send_resolved': True}]}]
+    assert am['route']['receiver'] == 'onionlab'
+    again = role(tmp_path, prometheus_alertmanager_receiver='webhook',
+                 prometheus_alertmanager_webhook_url='http://127.0.0.1:5001/hook')[1]
+    assert again.rc == 0 and again.stats['localhost']['changed'] == 0, again.output
+
+
+def test_email_receiver_passes_amtool(tmp_path):
+    etc, run = role(tmp_path, prometheus_alertmanager_receiver='email', prometheus_alertmanager_email_to='ops@example.org',
+                    prometheus_alertmanager_email_from='prometheus@example.org',
+                    prometheus_alertmanager_email_smarthost='mail.example.org:587',
+                    prometheus_alertmanager_email_auth_username='prometheus',
+                    prometheus_alertmanager_email_auth_password='s3cret-not-printed')
+    assert run.rc == 0, run.output
+    assert 's3cret-not-printed' not in run.output
+    email = yaml.safe_load((etc / 'alertmanager.yml').read_text())['receivers'][0]['email_configs'][0]
+    assert (email['to'], email['smarthost'], email['auth_password']) == (
+        'ops@example.org', 'mail.example.org:587', 's3cret-not-printed')
+
+
+def test_receiver_without_its_options_refused(tmp_path):
+    for extra, msg in [
+        ({'prometheus_alertmanager_receiver': 'webhook'},
+         'prometheus: prometheus_alertmanager_receiver webhook needs prometheus_alertmanager_webhook_url '
+         '(http:// or https://)'),
+        ({'prometheus_alertmanager_receiver': 'webhook', 'prometheus_alertmanager_webhook_url': 'ftp://x'},
+         'prometheus: prometheus_alertmanager_receiver webhook needs prometheus_alertmanager_webhook_url'),
+        ({'prometheus_alertmanager_receiver': 'email', 'prometheus_alertmanager_email_to': 'ops@example.org',
+          'prometheus_alertmanager_email_from': 'p@example.org'},
+         'prometheus: prometheus_alertmanager_receiver email needs prometheus_alertmanager_email_to and _email_from '
+         '(addresses) and _email_smarthost (host:port)'),
+    ]:
+        etc, run = role(tmp_path, **extra)
+        assert run.rc != 0 and msg in run.stdout, (msg, run.output)
+        assert not (etc / 'alertmanager.yml').exists() and not (etc / 'prometheus.yml').exists()
+    etc, run = role(tmp_path, prometheus_alertmanager_receiver='pager')
+    assert run.rc != 0 and 'prometheus_alertmanager_receiver' in run.stdout and 'pager' in run.stdout, run.output
+
+
+def test_onionprobe_alerts_fire(tmp_path):
+    """promtool test rules: each Onionprobe alert fires after its `for` (shortened by the role's variables, as the
+    bed test does), with name, address, host and onion; a healthy endpoint fires none."""
+    etc, run = role(tmp_path, prometheus_alert_onionprobe_down_for='2m', prometheus_alert_unreachable_for='3m',
+                    prometheus_alert_descriptor_unreachable_for='4m', prometheus_alert_unexpected_status_for='5m',
+                    prometheus_alert_certificate_for='1m', prometheus_alert_certificate_expiry_days=7)
+    assert run.rc == 0, run.output
+    lab = 'job="onionprobe",prober="monitor",name="web1/shop:80",address="%s.onion",host="web1",onion="%s"' % (
+        'a' * 56, 'a' * 56)
+    ok = lab.replace('web1/shop', 'web2/blog').replace('host="web1"', 'host="web2"')
+    http = ',protocol="http",port="80",path="/"'
+    tls = ',port="443"'
+    want = {'job': 'onionprobe', 'prober': 'monitor', 'name': 'web1/shop:80', 'address': 'a' * 56 + '.onion',
+            'host': 'web1', 'onion': 'a' * 56}
+
+    def alert(severity, summary, **more):
+        return [{'exp_labels': dict(want, severity=severity, **more), 'exp_annotations': {'summary': summary}}]
+
+    who = 'web1/shop:80 (%s.onion)' % ('a' * 56)
+    tests = tmp_path / 'onionprobe_rules_test.yml'
+    tests.write_text(json.dumps({
+        'rule_files': [str(etc / 'onionlab_tor_rules.yml')],
+        'evaluation_interval': '1m',
+        'tests': [{
+            'interval': '1m',
+            'input_series': [
+                {'series': 'up{job="onionprobe",prober="monitor",instance="10.0.0.9:19935"}', 'values': '1 1 0x10'},
+                {'series': 'onion_service_reachable{%s%s}' % (lab, http), 'values': '1 1 0x10'},
+                {'series': 'onion_service_reachable{%s%s}' % (ok, http), 'values': '1x12'},
+                {'series': 'onion_service_descriptor_reachable{%s}' % lab, 'values': '1 1 0x10'},
+                {'series': 'onion_service_unexpected_status_code{%s%s}' % (lab, http), 'values': '0 0 1x10'},
+                {'series': 'onion_service_valid_certificate{%s%s}' % (lab, http), 'values': '1 1 0x10'},
+                {'series': 'onion_service_certificate_expiry_seconds{%s%s}' % (lab, tls),
+                 'values': '864000 864000 518400x10'},
+                {'series': 'onion_service_certificate_expiry_seconds{%s%s}' % (ok, tls), 'values': '8640000x12'},
+            ],
+            'alert_rule_test': [
+                {'eval_time': '4m', 'alertname': 'OnionprobeDown', 'exp_alerts': [{
+                    'exp_labels': {'severity': 'critical', 'job': 'onionprobe', 'prober': 'monitor',
+                                   'instance': '10.0.0.9:19935'},
+                    'exp_annotations': {'summary': 'Onionprobe on monitor does not answer (10.0.0.9:19935): no onion '
+                                                   'service is watched from outside'}}]},
+                {'eval_time': '4m', 'alertname': 'OnionServiceUnreachable', 'exp_alerts': []},
+                {'eval_time': '5m', 'alertname': 'OnionServiceUnreachable', 'exp_alerts': alert(
+                    'critical', '%s cannot be reached by a fresh client: its descriptor was found but the connection '
+                                'failed' % who, protocol='http', port='80', path='/')},
+                {'eval_time': '5m', 'alertname': 'OnionServiceDescriptorUnreachable', 'exp_alerts': []},
+                {'eval_time': '6m', 'alertname': 'OnionServiceDescriptorUnreachable', 'exp_alerts': alert(
+                    'critical', '%s: no HSDir gives its descriptor, so no client can find it' % who)},
+                {'eval_time': '7m', 'alertname': 'OnionServiceUnexpectedStatus', 'exp_alerts': alert(
+                    'warning', '%s answers / with an unexpected HTTP status' % who, protocol='http', port='80',
+                    path='/')},
+                {'eval_time': '3m', 'alertname': 'OnionServiceCertificateInvalid', 'exp_alerts': alert(
+                    'warning', '%s: its HTTPS certificate is not valid' % who, protocol='http', port='80', path='/')},
+                {'eval_time': '3m', 'alertname': 'OnionServiceCertificateExpiring', 'exp_alerts': alert(
+                    'warning', '%s: its HTTPS certificate expires in 6d 0h 0m 0s' % who, port='443')},
+            ],
+        }],
+    }))
+    rc, out = prom.promtool('test', 'rules', str(tests))
+    assert rc == 0 and 'SUCCESS' in out, out
