@@ -153,7 +153,7 @@ class _Service(object):
         try:
             self.descriptor = ctl.get_info(key)[key]
         except OperationFailed as exc:
-            if exc.code != "552":
+            if exc.code not in ("551", "552"):   # 551 "Not found in cache": none built yet
                 raise
             self.pending = "tor has not built a descriptor for it yet"
             return
@@ -168,6 +168,11 @@ class _Service(object):
 
 def check(ctl, addresses=None, timeout=DEFAULT_TIMEOUT, min_hsdirs=None, clock=time.monotonic):
     """The health of each service (all of tor's, or those of `addresses`), as a dict for a module result."""
+    return run_check(ctl, addresses, timeout, min_hsdirs, clock)[0]
+
+
+def run_check(ctl, addresses=None, timeout=DEFAULT_TIMEOUT, min_hsdirs=None, clock=time.monotonic):
+    """check()'s result and {address: the service's working data} (its descriptor texts, for repost)."""
     listed = [s for s in local_services(ctl) if s["address"]]
     if addresses:
         wanted = [a if a.endswith(".onion") else a + ".onion" for a in addresses]
@@ -196,7 +201,35 @@ def check(ctl, addresses=None, timeout=DEFAULT_TIMEOUT, min_hsdirs=None, clock=t
         "period": None if period is None else {
             "number": period.number, "length_minutes": period.length, "srv": period.srv_source},
         "network": network if isinstance(network, dict) else {"problem": network},
-    }
+    }, dict((s.address, s) for s in services)
+
+
+def repost(ctl, address, text, fingerprints, timeout=DEFAULT_TIMEOUT, clock=time.monotonic):
+    """Post a descriptor (its text) of the service at `address` to the HSDirs in `fingerprints` (one +HSPOST);
+    {"uploaded", "failed", "no_answer"} counted from the HS_DESC events until all answered or the deadline."""
+    start = clock()
+    first = len(ctl.events)
+    wanted = set(f.upper() for f in fingerprints)
+    done = {}
+    ctl.request("SETEVENTS", ["HS_DESC"])
+    try:
+        ctl.hs_post(text, ["$" + f for f in sorted(wanted)], address=address)
+        index = first
+        while True:
+            while index < len(ctl.events):
+                words = ctl.events[index].lines[0].text.split()
+                index += 1
+                if len(words) >= 5 and words[0] == "HS_DESC" and words[1] in ("UPLOADED", "FAILED"):
+                    fingerprint = _fingerprint(words[4])
+                    if fingerprint in wanted:
+                        done[fingerprint] = words[1]
+            remaining = start + timeout - clock()
+            if len(done) >= len(wanted) or remaining <= 0 or ctl.sock.wait_event(remaining) is None:
+                break
+    finally:
+        ctl.request("SETEVENTS", [])
+    uploaded = sum(1 for v in done.values() if v == "UPLOADED")
+    return {"uploaded": uploaded, "failed": len(done) - uploaded, "no_answer": len(wanted) - len(done)}
 
 
 def _fetch(ctl, services, ring, network, timeout, clock):

@@ -1,0 +1,284 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, onionlab.tor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The onion watchdog: the checks of onion_health.py every few minutes on a service host, and a
+repair ladder (role onion_watchdog runs main() from a systemd timer; standard library only).
+
+Each run: connect to tor, check every service (or the configured ones), and for each unhealthy one
+take the next step of its ladder, one step per run, only when the step before did not bring it
+back by this check:
+
+1. repost: the current descriptor posted again to the responsible HSDirs that lack it (HSPOST);
+2. reload: SIGHUP to tor (a persistent service); an ephemeral service has no key on disk to add
+   again, so it goes on to 3;
+3. restart: the configured command (systemctl restart tor), at most once per restart_interval.
+
+No repair while a run of the collection holds the tor's lock (lock.py), while tor bootstraps, or
+for a service that is pending; nothing at all in report-only mode. It never touches keys or the
+torrc. Each decision is one line on standard output (the journal); counters and gauges go to a
+node_exporter textfile (metrics_file), and the ladder's state to state_file, both written
+atomically.
+
+This is a private module_utils file of onionlab.tor; its API may change at any time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import client as _client
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion_health
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import TorError
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.lock import LockTimeout, TorLock
+
+STEPS = (None, "repost", "reload", "restart")
+DEFAULTS = {
+    "control_socket": "/run/tor/control", "control_port": None, "control_host": "127.0.0.1",
+    "cookie_path": None, "addresses": None, "fetch_timeout": 30.0, "min_hsdirs": None,
+    "restart_interval": 3600, "restart_command": ["systemctl", "restart", "tor"], "report_only": False,
+    "state_file": "/var/lib/onionlab-watchdog/state.json",
+    "metrics_file": "/var/lib/prometheus/node-exporter/onionlab_watchdog.prom",
+    "lock_wait": 2.0, "timeout": 10.0,
+}
+
+
+def load_config(path):
+    """The watchdog's settings: the role's JSON file over DEFAULTS."""
+    with open(path) as handle:
+        data = json.load(handle)
+    if not isinstance(data, dict):
+        raise ValueError("%s does not hold a JSON object" % path)
+    unknown = sorted(set(data) - set(DEFAULTS))
+    if unknown:
+        raise ValueError("%s: unknown settings %s" % (path, ", ".join(unknown)))
+    return dict(DEFAULTS, **data)
+
+
+def _read_state(path):
+    try:
+        with open(path) as handle:
+            state = json.load(handle)
+    except (OSError, ValueError):
+        return {"services": {}, "last_restart": None, "runs": 0}
+    state.setdefault("services", {})
+    state.setdefault("last_restart", None)
+    state.setdefault("runs", 0)
+    return state
+
+
+def _atomic(path, text, mode=0o644):
+    directory = os.path.dirname(path) or "."
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".onionlab-watchdog.", dir=directory)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.chmod(tmp, mode)
+        os.rename(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+class Watchdog(object):
+    """One run of the watchdog (run()); `connect`, `restart` and `clock` can be given (tests)."""
+
+    def __init__(self, config, connect=None, restart=None, clock=time.time, out=None):
+        self.config = dict(DEFAULTS, **config)
+        self._connect = connect or self._connect_tor
+        self._restart = restart or self._run_restart
+        self.clock = clock
+        self.out = out or sys.stdout
+        self.lines = []
+
+    # -- plumbing ----------------------------------------------------------------------------------------
+    def _connect_tor(self):
+        c = self.config
+        return _client.connect(host=c["control_host"], port=c["control_port"],
+                               socket_path=None if c["control_port"] else c["control_socket"],
+                               cookie_path=c["cookie_path"], timeout=c["timeout"])
+
+    def _run_restart(self):
+        proc = subprocess.run(self.config["restart_command"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              universal_newlines=True, timeout=120)
+        return proc.returncode == 0, (proc.stdout or "").strip()[-200:]
+
+    def say(self, **fields):
+        """One journal line: key=value pairs, values with blanks quoted."""
+        parts = []
+        for key, value in fields.items():
+            text = str(value)
+            parts.append("%s=%s" % (key, json.dumps(text) if (not text or set(text) & set(' "=')) else text))
+        line = "onionlab-watchdog: " + " ".join(parts)
+        self.lines.append(line)
+        self.out.write(line + "\n")
+        self.out.flush()
+
+    # -- one run -----------------------------------------------------------------------------------------
+    def run(self):
+        """Check, repair, write the state and the metrics; returns the state."""
+        state = _read_state(self.config["state_file"])
+        state["runs"] += 1
+        now = self.clock()
+        state["last_run"] = now
+        try:
+            with self._connect() as ctl:
+                state["tor_up"] = 1
+                self._run(ctl, state, now)
+        except (TorError, OSError) as exc:
+            state["tor_up"] = 0
+            self.say(tor="unreachable", evidence=str(exc)[:200], action="none",
+                     result="no repair while tor does not answer (its service manager restarts a tor that died)")
+        _atomic(self.config["state_file"], json.dumps(state, sort_keys=True, indent=1) + "\n", 0o600)
+        if self.config["metrics_file"]:
+            _atomic(self.config["metrics_file"], metrics_text(state))
+        return state
+
+    def _run(self, ctl, state, now):
+        result, services = onion_health.run_check(
+            ctl, addresses=self.config["addresses"], timeout=self.config["fetch_timeout"],
+            min_hsdirs=self.config["min_hsdirs"])
+        ready = onion_health.bootstrapped(ctl)[0]
+        lock = None
+        for entry in result["services"]:
+            address = entry["address"]
+            record = state["services"].setdefault(address, {"checks": 0, "failures": 0, "step": 0, "streak": 0,
+                                                            "repairs": {}, "last_healthy": 0})
+            record["checks"] += 1
+            record["state"] = entry["state"]
+            record["holding"] = entry["counts"].get("current", 0) if entry["counts"] else 0
+            evidence = "; ".join(entry["reasons"])
+            if entry["state"] == "healthy":
+                if record["step"]:
+                    self.say(service=address, state="healthy", evidence=evidence, action="none",
+                             result="healthy again after step %d (%s)" % (record["step"], STEPS[record["step"]]))
+                record.update(streak=0, step=0, last_healthy=now)
+                continue
+            if entry["state"] == "pending":
+                self.say(service=address, state="pending", evidence=evidence, action="none", result="nothing to judge")
+                continue
+            record["failures"] += 1
+            record["streak"] += 1
+            if self.config["report_only"]:
+                self.say(service=address, state="unhealthy", evidence=evidence, action="none", result="report only")
+                continue
+            if not ready:
+                self.say(service=address, state="unhealthy", evidence=evidence, action="none",
+                         result="tor is bootstrapping")
+                continue
+            if lock is None:
+                lock = self._take_lock(ctl)
+            if lock is False:
+                self.say(service=address, state="unhealthy", evidence=evidence, action="none",
+                         result="a run of the collection holds the tor's lock; no repair now")
+                continue
+            self._repair(ctl, state, record, entry, services[address], evidence, now)
+        if lock:
+            lock.release()
+
+    def _take_lock(self, ctl):
+        facts_dir = dict(ctl.get_conf("DataDirectory")).get("DataDirectory")
+        lock = TorLock(facts_dir, getattr(ctl.sock, "where", "") or "", self.config["lock_wait"])
+        try:
+            return lock.acquire()
+        except LockTimeout:
+            return False
+
+    def _repair(self, ctl, state, record, entry, service, evidence, now):
+        notes = []
+        step = min(record["step"] + 1, 3)
+        if step == 1 and not onion_health.reference_text(service):
+            notes.append("no copy of the descriptor clients fetch now to post (tor keeps it as its next "
+                         "descriptor, which the control port does not give)")
+            step = 2
+        if step == 2 and entry["type"] == "ephemeral":
+            notes.append("an ephemeral service has no key on disk to be added again")
+            step = 3
+        last = state.get("last_restart")
+        if step == 3 and last and now - last < self.config["restart_interval"]:
+            notes.append("restart held back: tor was restarted %d s ago (restart_interval %d s)"
+                         % (now - last, self.config["restart_interval"]))
+            step = 1 if onion_health.reference_text(service) else 0
+        if step == 1:
+            outcome = self._repost(ctl, entry, service)
+        elif step == 2:
+            ctl.signal("RELOAD")
+            outcome = "SIGHUP sent"
+        elif step == 3:
+            ok, output = self._restart()
+            state["last_restart"] = now
+            outcome = "tor restarted" if ok else "the restart command failed: %s" % output
+        else:
+            outcome = "nothing else to try before restart_interval has passed"
+        if step:
+            record["step"] = step
+            record["repairs"][STEPS[step]] = record["repairs"].get(STEPS[step], 0) + 1
+        self.say(service=entry["address"], state="unhealthy", evidence=evidence, action=STEPS[step] or "none",
+                 result="; ".join(notes + [outcome]))
+
+    def _repost(self, ctl, entry, service):
+        text = onion_health.reference_text(service)
+        lacking = [h["fingerprint"] for h in entry["hsdirs"] if h["result"] != "current"]
+        if not lacking:
+            return "nothing to post: every responsible HSDir answered with it"
+        outcome = onion_health.repost(ctl, entry["address"], text, lacking, self.config["fetch_timeout"])
+        return "posted to %d HSDirs: %d uploaded, %d failed, %d no answer" % (
+            len(lacking), outcome["uploaded"], outcome["failed"], outcome["no_answer"])
+
+
+def metrics_text(state):
+    """The node_exporter textfile of the watchdog's counters and gauges."""
+    out = []
+
+    def family(name, kind, text, samples):
+        out.append("# HELP %s %s" % (name, text))
+        out.append("# TYPE %s %s" % (name, kind))
+        out.extend("%s%s %s" % (name, labels, value) for labels, value in samples)
+
+    services = sorted(state["services"].items())
+
+    def label(address, **extra):
+        pairs = [("onion", address)] + sorted(extra.items())
+        return "{" + ",".join('%s="%s"' % (k, v) for k, v in pairs) + "}"
+
+    family("onionlab_watchdog_tor_up", "gauge", "Whether tor answered on its control port at the last run.",
+           [("", state.get("tor_up", 0))])
+    family("onionlab_watchdog_last_run_timestamp_seconds", "gauge", "When the watchdog last ran.",
+           [("", int(state.get("last_run", 0)))])
+    family("onionlab_watchdog_checks_total", "counter", "Checks of the service.",
+           [(label(a), r["checks"]) for a, r in services])
+    family("onionlab_watchdog_failures_total", "counter", "Checks that found the service unhealthy.",
+           [(label(a), r["failures"]) for a, r in services])
+    family("onionlab_watchdog_repairs_total", "counter", "Repairs by step of the ladder.",
+           [(label(a, step=s), r["repairs"].get(s, 0)) for a, r in services for s in STEPS[1:]])
+    family("onionlab_watchdog_healthy", "gauge", "1 healthy, 0 unhealthy, -1 pending (nothing to judge yet).",
+           [(label(a), {"healthy": 1, "unhealthy": 0}.get(r.get("state"), -1)) for a, r in services])
+    family("onionlab_watchdog_unhealthy_streak", "gauge", "Unhealthy checks in a row.",
+           [(label(a), r["streak"]) for a, r in services])
+    family("onionlab_watchdog_hsdirs_holding", "gauge", "Responsible HSDirs serving the current descriptor.",
+           [(label(a), r.get("holding", 0)) for a, r in services])
+    family("onionlab_watchdog_last_healthy_timestamp_seconds", "gauge", "When the service was last healthy.",
+           [(label(a), int(r["last_healthy"])) for a, r in services])
+    return "\n".join(out) + "\n"
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        sys.stderr.write("usage: onionlab-watchdog CONFIG.json\n")
+        return 2
+    try:
+        config = load_config(argv[0])
+    except (OSError, ValueError) as exc:
+        sys.stderr.write("onionlab-watchdog: %s\n" % exc)
+        return 2
+    Watchdog(config).run()
+    return 0

@@ -1,0 +1,152 @@
+# Copyright (c) 2026, onionlab.tor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The watchdog's ladder (watchdog.py) against scripted checks: one step per unhealthy run, the next only when
+the one before did not help; no repair when pending, bootstrapping, report-only, while a run holds the lock or
+tor does not answer; restarts at most once per interval; state and metrics kept between runs."""
+
+import io
+import json
+
+import pytest
+
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion_health, watchdog
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import ConnectionFailed
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.lock import TorLock
+
+ADDRESS = "a" * 56 + ".onion"
+
+
+class FakeCtl(object):
+    def __init__(self, data_dir):
+        self.signals = []
+        self.data_dir = data_dir
+        self.sock = type("S", (), {"where": "fake"})()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+    def signal(self, name):
+        self.signals.append(name)
+
+    def get_conf(self, *keys):
+        return [("DataDirectory", self.data_dir)]
+
+
+@pytest.fixture
+def bed(tmp_path, monkeypatch):
+    script = {"states": [], "ready": True, "posted": []}
+
+    def run_check(ctl, addresses=None, timeout=None, min_hsdirs=None):
+        state, kind = script["states"].pop(0)
+        entry = {"address": ADDRESS, "type": kind, "state": state, "reasons": ["scripted %s" % state],
+                 "counts": {"current": 6 if state == "healthy" else 0},
+                 "hsdirs": [{"fingerprint": "%040X" % i, "result": "current" if state == "healthy" else "missing"}
+                            for i in range(6)]}
+        return {"services": [entry]}, {ADDRESS: object()}
+
+    monkeypatch.setattr(onion_health, "run_check", run_check)
+    monkeypatch.setattr(onion_health, "bootstrapped", lambda ctl: (script["ready"], "Done"))
+    monkeypatch.setattr(onion_health, "reference_text", lambda service: "hs-descriptor 3\n")
+    monkeypatch.setattr(onion_health, "repost", lambda ctl, address, text, fps, timeout:
+                        script["posted"].append(fps) or {"uploaded": len(fps), "failed": 0, "no_answer": 0})
+    (tmp_path / "tor").mkdir()
+    ctl = FakeCtl(str(tmp_path / "tor"))
+    clock = {"now": 1000.0}
+    restarts = []
+
+    def run(states, **config):
+        script["states"] = list(states)
+        out = io.StringIO()
+        cfg = dict({"state_file": str(tmp_path / "state.json"), "metrics_file": str(tmp_path / "wd.prom")}, **config)
+        for _ in states:
+            watchdog.Watchdog(cfg, connect=lambda: ctl, restart=lambda: restarts.append(clock["now"]) or (True, ""),
+                              clock=lambda: clock["now"], out=out).run()
+            clock["now"] += 300
+        return out.getvalue().splitlines()
+
+    return {"run": run, "ctl": ctl, "script": script, "restarts": restarts, "tmp": tmp_path, "clock": clock}
+
+
+def _actions(lines):
+    return [l.split(" action=")[1].split(" ")[0] for l in lines]
+
+
+def test_ladder_one_step_per_run_then_healthy_resets_it(bed):
+    lines = bed["run"]([("unhealthy", "persistent")] * 3 + [("healthy", "persistent"), ("unhealthy", "persistent")])
+    assert _actions(lines) == ["repost", "reload", "restart", "none", "repost"], lines
+    assert "healthy again after step 3 (restart)" in lines[3]
+    assert bed["ctl"].signals == ["RELOAD"] and len(bed["restarts"]) == 1
+    assert len(bed["script"]["posted"][0]) == 6
+    assert all(l.startswith("onionlab-watchdog: service=%s state=" % ADDRESS) for l in lines)
+    state = json.loads((bed["tmp"] / "state.json").read_text())
+    assert state["services"][ADDRESS]["repairs"] == {"repost": 2, "reload": 1, "restart": 1}
+    metrics = (bed["tmp"] / "wd.prom").read_text()
+    assert 'onionlab_watchdog_repairs_total{onion="%s",step="restart"} 1' % ADDRESS in metrics
+    assert 'onionlab_watchdog_failures_total{onion="%s"} 4' % ADDRESS in metrics
+    assert 'onionlab_watchdog_checks_total{onion="%s"} 5' % ADDRESS in metrics
+    assert "# TYPE onionlab_watchdog_healthy gauge" in metrics
+
+
+def test_restart_at_most_once_per_interval_the_cheaper_steps_meanwhile(bed):
+    lines = bed["run"]([("unhealthy", "persistent")] * 6, restart_interval=3600)
+    assert _actions(lines) == ["repost", "reload", "restart", "repost", "reload", "repost"], lines
+    assert "restart held back: tor was restarted 300 s ago" in lines[3]
+    assert "restart held back: tor was restarted 900 s ago" in lines[5]
+    assert len(bed["restarts"]) == 1
+
+
+def test_an_ephemeral_service_skips_the_reload(bed):
+    assert _actions(bed["run"]([("unhealthy", "ephemeral")] * 2)) == ["repost", "restart"]
+    assert bed["ctl"].signals == []
+
+
+@pytest.mark.parametrize("setting,expected", [
+    ({"report_only": True}, "report only"),
+    ({"ready": False}, "tor is bootstrapping"),
+])
+def test_no_repair_in_report_only_mode_or_while_bootstrapping(bed, setting, expected):
+    if "ready" in setting:
+        bed["script"]["ready"] = False
+        setting = {}
+    lines = bed["run"]([("unhealthy", "persistent")] * 3, **setting)
+    assert _actions(lines) == ["none"] * 3 and all(expected in l for l in lines), lines
+    assert bed["ctl"].signals == [] and bed["restarts"] == [] and bed["script"]["posted"] == []
+
+
+def test_pending_is_never_repaired(bed):
+    lines = bed["run"]([("pending", "persistent")] * 3)
+    assert _actions(lines) == ["none"] * 3 and "nothing to judge" in lines[0]
+    assert 'onionlab_watchdog_healthy{onion="%s"} -1' % ADDRESS in (bed["tmp"] / "wd.prom").read_text()
+
+
+def test_no_repair_while_a_run_of_the_collection_holds_the_lock(bed):
+    with TorLock(bed["ctl"].data_dir):       # as a role run holds it (another process in real life)
+        import ansible_collections.onionlab.tor.plugins.module_utils._tor.lock as lockmod
+        held = dict(lockmod._HELD)
+        lockmod._HELD.clear()               # seen from the watchdog, the lock is someone else's
+        try:
+            lines = bed["run"]([("unhealthy", "persistent")], lock_wait=0.2)
+        finally:
+            lockmod._HELD.update(held)
+    assert _actions(lines) == ["none"] and "holds the tor's lock" in lines[0], lines
+
+
+def test_tor_not_answering_is_reported_never_repaired(bed, tmp_path):
+    def refuse():
+        raise ConnectionFailed("tor at /run/tor/control refused the connection")
+    out = io.StringIO()
+    state = watchdog.Watchdog({"state_file": str(tmp_path / "s.json"), "metrics_file": str(tmp_path / "m.prom")},
+                              connect=refuse, restart=lambda: pytest.fail("restarted"), out=out).run()
+    assert state["tor_up"] == 0 and "tor=unreachable" in out.getvalue() and "action=none" in out.getvalue()
+    assert "onionlab_watchdog_tor_up 0" in (tmp_path / "m.prom").read_text()
+
+
+def test_config_file_unknown_setting_refused(tmp_path):
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"restart_intervall": 5}))
+    with pytest.raises(ValueError, match="unknown settings restart_intervall"):
+        watchdog.load_config(str(path))
+    assert watchdog.main([str(path)]) == 2
