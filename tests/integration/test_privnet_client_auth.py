@@ -3,22 +3,33 @@
 """tor_onion_client_auth on the private network (harness/privnet.py), end to end: a service with
 client authorization made by tor_hidden_service, a client tor that gets the key through the
 module over its control port (no restart, no reload) and fetches the service, and no longer can
-once the module removed it (issue 17)."""
+once the module removed it (issue 17); and a run of tor_hidden_service that fails after writing a
+service's client files leaves the service private for a tor that runs as its own user (issue 26)."""
 
+import base64
 import json
 import os
+import pwd
 import re
+import shutil
+import signal
 import socket
+import stat
 import struct
 import sys
+import tempfile
 import time
+
+import pytest
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import client_auth as ca
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_manager as sm
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from harness import privnet as pn
 from harness.ansible_run import run_playbook
 from harness.fixtures import SOCKS_ERRORS
+from harness.tap import ControlTap
 
 FETCH_DEADLINE = float(os.environ.get('ONIONLAB_FETCH_DEADLINE', '60'))
 REFUSAL_DEADLINE = float(os.environ.get('ONIONLAB_REFUSAL_DEADLINE', '25'))
@@ -232,3 +243,227 @@ def test_key_given_and_taken_over_the_control_port(privnet, http_backend, tmp_pa
         with connect(port=onion.control_port, cookie_path=onion.cookie_path) as c:
             rest = [s for s in hs.services_from_conf(c.get_conf('HiddenServiceOptions')) if s['path'] != service_dir]
             c.set_conf(hs.block_to_conf(rest))
+
+
+# -- issue 26 A3: a failed run keeps a client-auth service private -------------------------------------------
+RELOADED = 'Received reload signal (hup)'
+RELOAD_DEADLINE = float(os.environ.get('ONIONLAB_RELOAD_DEADLINE', '60'))
+
+
+def _tor_user():
+    """Debian's account for tor (the account this host's tor package made), or a skip."""
+    if os.geteuid() != 0:
+        pytest.skip('tor is started as root and drops to its User (as Debian\'s unit does): needs root')
+    for name in ('debian-tor', 'tor', '_tor'):
+        try:
+            return pwd.getpwnam(name)
+        except KeyError:
+            continue
+    pytest.skip('no tor account (debian-tor) on this host')
+
+
+def _start_tor_as(privnet, name, user, extra_lines):
+    """A tor of the private network started as root with `User <user>`, as Debian's tor.service
+    runs it: its DataDirectory (like /var/lib/tor) belongs to the user, the services live in it."""
+    datadir = tempfile.mkdtemp(prefix='onionlab-%s-' % name)
+    os.chown(datadir, user.pw_uid, user.pw_gid)
+    os.chmod(datadir, 0o700)
+    (control_port,) = pn.free_ports(1)
+    node = pn.Node(privnet, name, 'extra', datadir, control_port, extra=['User %s' % user.pw_name] + extra_lines)
+    with open(node.logfile, 'w'):
+        pass                                  # tor reopens it as its user at a reload
+    os.chown(node.logfile, user.pw_uid, user.pw_gid)
+    node.start()
+    t0 = time.monotonic()
+    while not node.bootstrapped():
+        if not node.running() or time.monotonic() - t0 > privnet.ready_timeout:
+            raise AssertionError('tor as %s did not bootstrap: %s' % (user.pw_name, node.log_text()[-1500:]))
+        time.sleep(0.2)
+    return node
+
+
+def _files(directory):
+    """authorized_clients as tor's user sees it: each file's owner, group, mode and content."""
+    out = {}
+    for name in sorted(os.listdir(directory)):
+        st = os.lstat(os.path.join(directory, name))
+        with open(os.path.join(directory, name), 'rb') as handle:
+            out[name] = (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode), handle.read())
+    return out
+
+
+def _service_descriptor(node, service_id):
+    key = 'hs/service/desc/id/%s' % service_id
+    with connect(port=node.control_port, cookie_path=node.cookie_path) as c:
+        try:
+            return c.get_info(key)[key]
+        except Exception:   # 552: none built yet
+            return None
+
+
+def _readable_without_key(text, address):
+    """Whether a client without a key can read the descriptor's inner layer (Stem knows no client
+    keys: it decrypts only a descriptor without client authorization)."""
+    from stem.descriptor.hidden_service import HiddenServiceDescriptorV3
+    try:
+        HiddenServiceDescriptorV3(text.encode('ascii'), validate=True).decrypt(address)
+    except ValueError:
+        return False
+    return True
+
+
+class _HsDescEvents(object):
+    """The service tor's HS_DESC events for one service on a control connection of its own."""
+
+    def __init__(self, node, service_id):
+        self.sid = service_id
+        self.conn = connect(port=node.control_port, cookie_path=node.cookie_path)
+        self.conn.request('SETEVENTS', ['HS_DESC'])
+        self.seen = []     # (action, hsdir) in order
+
+    def poll(self):
+        self.conn.get_info('version')     # reads the events that came before its reply
+        for event in self.conn.events:
+            words = event.lines[0].text.split()
+            if len(words) >= 5 and words[0] == 'HS_DESC' and words[2] == self.sid:
+                self.seen.append((words[1], words[4]))
+        del self.conn.events[:]
+        return self.seen
+
+    def mark(self):
+        self.poll()
+        return len(self.seen)
+
+    def uploads_done(self, since):
+        """Whether the service began uploading after `since` and every upload begun has its answer."""
+        events = self.poll()[since:]
+        began = [h for a, h in events if a == 'UPLOAD']
+        answered = [h for a, h in events if a in ('UPLOADED', 'FAILED')]
+        return bool(began) and len(answered) >= len(began) and any(a == 'UPLOADED' for a, _h in events)
+
+    def close(self):
+        self.conn.close()
+
+
+def test_failed_run_keeps_the_service_private_for_tor_as_its_user(privnet, http_backend, tmp_path):
+    """issue 26 A3. A service with client authorization on a tor that runs as its own user (Debian:
+    debian-tor); a run that changes its clients fails after writing the client files (another
+    controller changes tor's block right before each of its SETCONFs: RACE_ATTEMPTS attempts, each
+    writes the client files and undoes them). Then tor reloads (SIGHUP, as at the next `systemctl
+    reload tor` or logrotate): it must read the client files of before - a file put back as
+    root:root 0600 is ignored by tor's user ("can't be read ... Ignoring"), and with no client
+    file loaded tor publishes the service to everyone. A client without the key is refused
+    (0xF4), one with the key is served."""
+    user = _tor_user()
+    etc = tempfile.mkdtemp(prefix='onionlab-etc-')    # root's, readable (/etc/tor): the drop-in
+    os.chmod(etc, 0o755)
+    node = client = events = None
+    try:
+        node = _start_tor_as(privnet, 'a3svc', user, [])
+        service_dir = os.path.join(node.datadir, 'private')
+        drop_in = os.path.join(etc, 'torrc.d', 'onionlab.conf')
+        control = {'control_port': node.control_port, 'cookie_path': node.cookie_path, 'config_file': drop_in}
+        ports = [{'port': 80, 'target_port': http_backend.port}]
+        saved = tmp_path / 'made.json'
+        run = run_playbook([
+            {'name': 'service', 'no_log': True, 'register': 'made', 'onionlab.tor.tor_hidden_service': dict(
+                control, path=service_dir, ports=ports, authorized_clients=[{'name': 'laptop'}])},
+            {'name': 'save', 'no_log': True, 'ansible.builtin.copy': {
+                'dest': str(saved), 'mode': '0600',
+                'content': "{{ {'address': made.onion_address, 'client': made.generated_clients[0]} | to_json }}"}},
+        ], tmp_path)
+        assert run.rc == 0, run.output
+        made = json.loads(saved.read_text())
+        address, laptop = made['address'], made['client']
+        sid = address[:-len('.onion')]
+        auth = os.path.join(service_dir, 'authorized_clients')
+        before = _files(auth)
+        assert [(uid, gid, mode) for uid, gid, mode, _ in before.values()] == [(user.pw_uid, user.pw_gid, 0o600)]
+        with open(node.torrc) as handle:
+            assert '%%include %s' % drop_in in handle.read()     # the service survives a reload
+        t0 = time.monotonic()
+        while _service_descriptor(node, sid) is None:
+            assert time.monotonic() - t0 < RELOAD_DEADLINE, 'the service built no descriptor'
+            time.sleep(0.5)
+        first = _service_descriptor(node, sid)
+        assert not _readable_without_key(first, address)    # the check below can tell the two apart
+        (extended,) = pn.free_ports(1)
+        client = privnet.add_tor('a3client', ['SocksPort 127.0.0.1:%d ExtendedErrors' % extended,
+                                             'Log info file %s' % (tmp_path / 'a3client.log')], socks=True)
+
+        # the run that fails after writing the client files (laptop replaced by phone): each time it
+        # re-reads tor's block right before its SETCONF, another controller has just changed it
+        # (a recording tap on the control connection makes that writer act at that moment)
+        raced = []
+
+        def other_controller(line):
+            if line.startswith(b'GETCONF HiddenServiceOptions') and os.path.exists(os.path.join(auth, 'phone.auth')):
+                raced.append(_files(auth))
+                with connect(port=node.control_port, cookie_path=node.cookie_path) as other:
+                    block = hs.services_from_conf(other.get_conf('HiddenServiceOptions'))
+                    block.append(hs.normalize_service({'path': os.path.join(node.datadir, 'other%d' % len(raced)),
+                                                       'ports': [{'port': 99}]}))
+                    other.set_conf(hs.block_to_conf(block))
+        with ControlTap(node.control_port, on_line=other_controller) as tap:
+            run = run_playbook([{'name': 'fails', 'onionlab.tor.tor_hidden_service': dict(
+                control, control_port=tap.port, path=service_dir, ports=ports,
+                authorized_clients=[{'name': 'phone'}])}], tmp_path)
+        assert run.rc != 0, run.output
+        failed = run.task('fails')['result']
+        assert 'changed by another controller' in failed['msg'] and 'this run sent nothing' in failed['msg'], \
+            failed['msg']
+        assert len(raced) == sm.RACE_ATTEMPTS        # each attempt wrote phone's file, then undid it
+        assert all(sorted(files) == ['phone.auth'] for files in raced), raced
+        assert all(files['phone.auth'][:3] == (user.pw_uid, user.pw_gid, 0o600) for files in raced), raced
+        after = _files(auth)
+        _say('client files before %s, after the failed run %s' % (
+            [(n, u, g, '%04o' % m) for n, (u, g, m, _c) in before.items()],
+            [(n, u, g, '%04o' % m) for n, (u, g, m, _c) in after.items()]))
+
+        # tor reloads
+        events = _HsDescEvents(node, sid)
+        mark = events.mark()
+        reloads = node.log_text().count(RELOADED)
+        os.kill(node.pid, signal.SIGHUP)
+        t0 = time.monotonic()
+        while node.log_text().count(RELOADED) == reloads:
+            assert node.running() and time.monotonic() - t0 < RELOAD_DEADLINE, 'no reload: %s' % node.log_text()[-800:]
+            time.sleep(0.1)
+        with connect(port=node.control_port, cookie_path=node.cookie_path) as c:
+            c.get_info('version')         # answered once the reload (a step of tor's main loop) is over
+        log_after = node.log_text().split(RELOADED)[-1]
+        ignored = [line for line in log_after.splitlines()
+                   if 'authorized_clients' in line or 'Client authorization file' in line]
+        # what tor publishes from now on (it encodes its descriptor with the client keys it loaded at
+        # the reload), and once it has: tor uploads its descriptors again after every reload
+        now = _service_descriptor(node, sid)
+        public = now is not None and _readable_without_key(now, address)
+        t0 = time.monotonic()
+        while not events.uploads_done(mark):
+            assert time.monotonic() - t0 < RELOAD_DEADLINE, 'no upload after the reload: %s' % events.seen[mark:]
+            time.sleep(0.2)
+        _say('after the reload: %d descriptor uploads answered in %.1fs, the descriptor %s; tor said: %s' % (
+            len(events.seen[mark:]) // 2, time.monotonic() - t0,
+            'readable WITHOUT a client key' if public else 'for authorized clients only',
+            ignored or 'nothing of the client files'))
+
+        code, took = refusal(extended, address, http_backend.token, username='a3-without-key')
+        assert code == MISSING_CLIENT_AUTH, 'no refusal for missing client authorization in %.0fs' % took
+        assert after == before
+        assert ignored == []
+        assert not public
+        with connect(port=client.control_port, cookie_path=client.cookie_path) as c:
+            ca.add(c, sid, ca.parse_private_key(laptop['auth_private'], sid))
+        body, took_fetch, attempts = first_fetch(extended, address, tmp_path / 'a3client.log')
+        assert body == http_backend.token
+        _say('refused without the key in %.1fs; served with it in %.1fs (%d attempts)' % (took, took_fetch, attempts))
+    finally:
+        if events is not None:
+            events.close()
+        for n in (client, node):
+            if n is not None:
+                pn.kill_pids([(n.pid, n.starttime)], grace=5.0)
+                n.proc.wait(timeout=10)
+        if node is not None:
+            shutil.rmtree(node.datadir, ignore_errors=True)
+        shutil.rmtree(etc, ignore_errors=True)
