@@ -6,7 +6,6 @@ module over its control port (no restart, no reload) and fetches the service, an
 once the module removed it (issue 17); and a run of tor_hidden_service that fails after writing a
 service's client files leaves the service private for a tor that runs as its own user (issue 26)."""
 
-import base64
 import json
 import os
 import pwd
