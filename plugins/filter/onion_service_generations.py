@@ -25,6 +25,11 @@ description:
     key stays on the host and in the escrow. Older generations are not listed (the role's pruning removes them
     from tor, keys kept).
   - A service with C(state=absent) has both generations absent.
+  - Each entry of a service's C(ports), in any shape the role takes (a port, C("PORT"), C("PORT:TARGET_PORT"),
+    C("PORT:ADDRESS:TARGET_PORT"), C("PORT:unix:/path") or a dict), is given as a dict with C(port) and, where
+    the entry names them, C(target_address) and C(target_port) (a port alone goes to the same port on 127.0.0.1,
+    as in P(onionlab.tor.tor_hidden_service#module)). An entry of none of these shapes is left as it is (the
+    module refuses it, naming the shapes).
   - Fails, naming the service, on a malformed C(name), C(key) or C(previous_until), and when two entries would
     use one directory.
 options:
@@ -66,6 +71,8 @@ import re
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_text
 
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.hidden_service import ServiceConfigError, port_entry
+
 NAME_RE = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$')
 GENERATION_SUFFIX_RE = re.compile(r'\.k[0-9]+$')
 UNTIL_RE = re.compile(r'^(\d{4})-(\d\d)-(\d\d)(?:[T ](\d\d):(\d\d)(?::(\d\d))?Z?)?$')
@@ -104,6 +111,15 @@ def _key(service, name):
     return int(key)
 
 
+def _port(entry):
+    """One ports entry as the dict tor_hidden_service makes of it (80 -> {port: 80}); as it is when it has none of
+    the shapes (the module refuses it, with its message)."""
+    try:
+        return port_entry(entry)
+    except ServiceConfigError:
+        return entry
+
+
 def generations(services, now=None):
     if services is None:
         return []
@@ -125,6 +141,10 @@ def generations(services, now=None):
             raise AnsibleFilterError("onion service %r: a name ending in .k<N> is kept for key generations" % name)
         until = parse_until(until, name) if until not in (None, '') else None
         present = service.get('state', 'present') == 'present'
+        if isinstance(service.get('ports'), (list, tuple)):
+            # the one place where the shapes of a port become one (the summary, the module and the filters after
+            # this read entry['port'])
+            service = dict(service, ports=[_port(entry) for entry in service['ports']])
         current = dict(service, name=directory(name, key), service=name, key=key, generation='current')
         entries = [current]
         if key > 1:

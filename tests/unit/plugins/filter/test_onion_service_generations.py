@@ -2,6 +2,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The onion_service_generations filter: service key rotation as data."""
 
+import copy
 import datetime
 
 import pytest
@@ -82,3 +83,22 @@ def test_bad_input_one_message(services, message):
 
 def test_registered():
     assert FilterModule().filters()['onion_service_generations'] is generations
+
+
+@pytest.mark.parametrize('ports, made', [
+    ([80], [{'port': 80}]),
+    (['80'], [{'port': '80'}]),
+    (['443:8443', 22], [{'port': '443', 'target_port': '8443'}, {'port': 22}]),
+    (['80:[::1]:8080'], [{'port': '80', 'target_address': '[::1]', 'target_port': '8080'}]),
+    (['80:unix:/run/web.sock'], [{'port': '80', 'target_address': 'unix:/run/web.sock'}]),
+    (PORTS, PORTS),
+    # none of the shapes: left for the module to refuse with its message
+    (['80/tcp', True, {'port': 80, 'proto': 'tcp'}], ['80/tcp', True, {'port': 80, 'proto': 'tcp'}]),
+])
+def test_every_ports_shape_becomes_a_dict_in_both_generations(ports, made):
+    """Issue 26 A9: ports: [80] passed the role's spec, then the summary read entry.port of an int."""
+    svc = {'name': 'shop', 'ports': ports, 'key': 2, 'previous_until': '2027-01-31'}
+    given = copy.deepcopy(svc)
+    out = generations([svc], now=BEFORE)
+    assert [e['ports'] for e in out] == [made, made]
+    assert svc == given     # the play's variable is not changed
