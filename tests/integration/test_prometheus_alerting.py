@@ -5,6 +5,7 @@ configuration, on the controller (ansible-playbook; Debian's promtool and amtool
 
 - the Onionprobe job scrapes each monitoring host's exporter (label prober) and relabels host and onion from
   Onionprobe's endpoint name and address; Prometheus sends alerts to Alertmanager;
+- without a receiver (the default) no Alertmanager is configured or named;
 - `promtool check rules` finds the 10 rules of one file; `promtool test rules` fires each Onionprobe alert on
   synthetic series after the `for` given by the role's variables, with the labels an operator needs;
 - Alertmanager's configuration for a webhook and for email passes `amtool check-config`; a receiver without its
@@ -92,6 +93,11 @@ def test_receiver_without_its_options_refused(tmp_path):
         assert not (etc / 'alertmanager.yml').exists() and not (etc / 'prometheus.yml').exists()
     etc, run = role(tmp_path, prometheus_alertmanager_receiver='pager')
     assert run.rc != 0 and 'prometheus_alertmanager_receiver' in run.stdout and 'pager' in run.stdout, run.output
+    # none (the default): no Alertmanager here, none named to Prometheus
+    etc, run = role(tmp_path)
+    assert run.rc == 0, run.output
+    assert 'alerting' not in yaml.safe_load((etc / 'prometheus.yml').read_text())
+    assert not (etc / 'alertmanager.yml').exists()
 
 
 def test_onionprobe_alerts_fire(tmp_path):
