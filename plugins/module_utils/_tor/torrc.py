@@ -27,6 +27,8 @@ _LOG_LINE_RE = re.compile(r'^[A-Z][a-z]{2} [ 0-9]?[0-9] [0-9:.]+ \[[a-z]+\] ')
 _ITEMS_RE = re.compile(r'^HiddenServiceDir .*(?:\nHiddenService(?!Dir |SingleHopMode |NonAnonymousMode |Statistics )'
                        r'\S* .*)*|^(?!HiddenServiceDir ).+$', re.MULTILINE)
 _MARKER_RE = re.compile(r'^# Written by the onionlab\.tor\.tor role', re.MULTILINE)
+
+
 def _unquote(text):
     """tor's unescape_string (src/lib/encoding/cstring.c) of a value that begins with a quote: (the value, what
     follows the closing quote), or (None, '') when tor refuses it. The value ends at a NUL as tor's C string does."""
@@ -34,7 +36,7 @@ def _unquote(text):
     while k < len(text):
         c = text[k]
         if c == '"':
-            return ''.join(out).split('\0')[0], text[k + 1:]
+            return ''.join(out).split('\0', 1)[0], text[k + 1:]
         if c != '\\':
             out.append(c)
             k += 1
@@ -105,7 +107,7 @@ def parse(text):
                 break
             i += 1
             seg = lines[i]
-        out.append((first, i, key, value.rstrip(_TOR_SPACE).split('\0')[0]))
+        out.append((first, i, key, value.rstrip(_TOR_SPACE).split('\0', 1)[0]))
         i += 1
     return out
 
