@@ -24,7 +24,7 @@ description:
   - HiddenServiceSingleHopMode / HiddenServiceNonAnonymousMode in O(options) or O(config_lines) are refused unless
     O(non_anonymous_onion_services), both set to 1, and O(socks_port=0); the lines are read as tor reads them (any
     case, an abbreviated name, a quoted or commented value).
-  - An O(options) value or an O(config_lines) item that is not one line (a newline, a carriage return, a backslash
+  - An O(options) value or a O(config_lines) item that is not one line (a newline, a carriage return, a backslash
     at its end) and an O(options) name that is not an option name are refused, naming them.
   - The values of secret options (proxy passwords, C(HashedControlPassword)) are never shown, in messages and diffs
     alike.
