@@ -5,6 +5,8 @@
 * ScriptedPort: a loopback TCP server that answers each connection with a script of bytes and pauses
   (a good page, garbage, a huge or endless body, a slow drip, a close without answer), on a real socket,
   so tor_metrics_facts and metrics.fetch() are tested as they run.
+* Alertmanager: Debian's `prometheus-alertmanager` started the same way (clustering off), and
+  WebhookReceiver, a loopback HTTP server recording what Alertmanager POSTs, with the time it arrived.
 * Prometheus: Debian's `prometheus` binary (bookworm: 2.42; ensure_prometheus() apt-installs the package
   when it is missing, as hosts.ensure_packages() does, and never enables or starts Debian's service) started
   by us with --config.file, --storage.tsdb.path in a temp dir and --web.listen-address=127.0.0.1:<free port>,
@@ -227,6 +229,11 @@ class Prometheus(object):
     def targets(self):
         return self.api('targets')['activeTargets']
 
+    def query_range(self, expr, start, end, step):
+        """A range vector of expr between two Unix times: [(labels dict, [(unix time, float value)])]."""
+        data = self.api('query_range', query=expr, start='%.3f' % start, end='%.3f' % end, step=step)
+        return [(item['metric'], [(float(t), float(v)) for t, v in item['values']]) for item in data['result']]
+
     def wait(self, what, check, timeout=60.0, interval=0.5):
         """Poll check() until it returns something true; that value, or PrometheusError after timeout."""
         t0 = time.monotonic()
@@ -264,3 +271,150 @@ class Prometheus(object):
 
     def __exit__(self, *exc):
         self.stop()
+
+
+# ---------------------------------------------------------------------------
+# Debian's Alertmanager, and a webhook receiver
+# ---------------------------------------------------------------------------
+
+ALERTMANAGER = os.environ.get('ONIONLAB_ALERTMANAGER', '/usr/bin/prometheus-alertmanager')
+AMTOOL = os.environ.get('ONIONLAB_AMTOOL', '/usr/bin/amtool')
+
+
+def ensure_alertmanager():
+    """apt-get install prometheus-alertmanager (hosts.ensure_packages) if its binaries are missing. Its own
+    service is left as the package leaves it: our Alertmanager is started by Alertmanager()."""
+    if os.access(ALERTMANAGER, os.X_OK) and os.access(AMTOOL, os.X_OK):
+        return []
+    try:
+        from . import hosts
+    except ImportError:  # pragma: no cover
+        import hosts
+    return hosts.ensure_packages(('tests',))
+
+
+class Alertmanager(object):
+    """Our own Alertmanager on 127.0.0.1:<free port> (clustering off), data in base_dir; stop() by PID."""
+
+    def __init__(self, config_file, base_dir, ready_timeout=60.0):
+        self.config_file = str(config_file)
+        self.base = str(base_dir)
+        self.port = None
+        self.proc = None
+        self.ready_timeout = ready_timeout
+        self.log_path = os.path.join(self.base, 'alertmanager.log')
+        self.timings = {}
+
+    @property
+    def url(self):
+        return 'http://127.0.0.1:%d' % self.port
+
+    @property
+    def pid(self):
+        return self.proc.pid if self.proc else None
+
+    def start(self):
+        t0 = time.monotonic()
+        if self.port is None:
+            self.port = free_ports(1)[0]
+        data = os.path.join(self.base, 'data')
+        os.makedirs(data, exist_ok=True)
+        argv = [ALERTMANAGER, '--config.file=%s' % self.config_file, '--storage.path=%s' % data,
+                '--web.listen-address=127.0.0.1:%d' % self.port, '--cluster.listen-address=', '--log.level=info']
+        with open(self.log_path, 'ab') as log:
+            self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         start_new_session=True)
+        while True:
+            if self.proc.poll() is not None:
+                raise PrometheusError('alertmanager exited with %s: %s' % (self.proc.returncode, self.log()[-1500:]))
+            try:
+                with urllib.request.urlopen(self.url + '/-/ready', timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() - t0 > self.ready_timeout:
+                self.stop()
+                raise PrometheusError('alertmanager not ready in %.0fs: %s' % (self.ready_timeout, self.log()[-1500:]))
+            time.sleep(0.1)
+        self.timings['ready'] = time.monotonic() - t0
+        return self
+
+    def log(self):
+        try:
+            with open(self.log_path, errors='replace') as f:
+                return f.read()
+        except OSError:
+            return ''
+
+    def alerts(self):
+        with urllib.request.urlopen(self.url + '/api/v2/alerts', timeout=10) as r:
+            return json.load(r)
+
+    def stop(self, grace=10.0):
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            os.kill(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait(5)
+
+
+class WebhookReceiver(object):
+    """An HTTP server on 127.0.0.1 that records every POST body (Alertmanager's webhook JSON) with the
+    monotonic time it arrived: received = [(t, payload)]; wait_for(pred) polls until one matches."""
+
+    def __init__(self):
+        import http.server
+        receiver = self
+        self.received = []
+        self._cond = threading.Condition()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                length = int(self.headers.get('Content-Length') or 0)
+                body = self.rfile.read(length)
+                try:
+                    payload = json.loads(body.decode('utf-8'))
+                except ValueError:
+                    payload = {'unparsed': body.decode('utf-8', 'replace')}
+                with receiver._cond:
+                    receiver.received.append((time.monotonic(), payload))
+                    receiver._cond.notify_all()
+                self.send_response(200)
+                self.send_header('Content-Length', '0')
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.url = 'http://127.0.0.1:%d/hook' % self.port
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def wait_for(self, what, pred, timeout):
+        """The first (t, payload) received for which pred(payload) is true, waiting up to timeout seconds."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                for t, payload in self.received:
+                    if pred(payload):
+                        return t, payload
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise PrometheusError('%s: not received in %.0fs (received: %s)' % (
+                        what, timeout, [(p.get('status'), [a['labels'].get('alertname') for a in p.get('alerts', [])])
+                                        for _, p in self.received]))
+                self._cond.wait(min(left, 1.0))
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
