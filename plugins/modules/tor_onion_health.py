@@ -26,7 +26,7 @@ description:
     service's descriptor (just started), has no live consensus, or is bootstrapping."
   - The current revision is tor's own descriptor's when it is the one clients fetch now; around a change of time
     period, when tor's current descriptor is still the previous period's, it is the newest an HSDir serves
-    (RV(services[].descriptor.compared_with) says which).
+    (C(compared_with) in RV(services[].descriptor) says which).
   - Nothing is changed on tor (its client cache holds the fetched descriptors afterwards); C(changed) is always
     V(false) and check mode runs the same check.
 author:
