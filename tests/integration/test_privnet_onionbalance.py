@@ -8,19 +8,29 @@ frontend address; the private network's client fetches it.  Then one backend's t
 again is measured and printed; both come back and serve again.  Last, the frontend is rebuilt
 (new tor, new data directory, new onionbalance) from the same key: the same address answers.
 
+The frontend key over ssh (issue 26, A2, A4, A10) needs no network: a stock Debian host of its own
+(``obhost``, one nspawn host with Onionbalance from the bed's local apt repository, up in seconds), reached
+by ansible over ssh as an ordinary user who becomes root with su, the way operators run the role.
+
 The network votes every 20 s (harness/onionbalance.py says why: onionbalance --is-testnet
 assumes chutney's 20 s round for the time-period length; with privnet's 10 s the client finds
 no descriptor)."""
 
 import base64
+import json
 import os
+import shlex
 import shutil
 import stat
+import subprocess
 import sys
+import threading
 import time
+from pathlib import Path
 
 import pytest
 
+from harness import hosts as hb
 from harness import onionbalance as ob
 from harness.ansible_run import run_playbook
 
@@ -334,3 +344,273 @@ def test_role_rebuilds_frontend_from_escrow(balanced, tmp_path):
          '%s answered again after %.1fs (%d failures; %s)'
          % (published, old_revision, fetched, fetches, st['frontend'], first_ok, failures, pages))
     assert 'Loaded onion %s' % st['frontend'] in st['balancer'].log_text()
+
+
+# -- issue 26 A2, A4, A10: the frontend key over ssh, on a Debian host of its own ---------------------------------
+REPO = Path(__file__).resolve().parents[2]
+OPERATOR = 'onionlab-ob'
+CORES = {'2.17': REPO / '.build' / 'venv-2.17' / 'bin', '2.19': REPO / '.venv' / 'bin',
+         '2.21': REPO / '.build' / 'venv-2.21' / 'bin'}
+SECRET_KEY = ob.onionkeys.SECRET_HEADER
+
+
+def _core_bin(version):
+    """The bin directory of a venv with that ansible-core (tests/utils/core-venv.sh makes the other two)."""
+    if version != '2.19':
+        subprocess.run(['bash', str(REPO / 'tests' / 'utils' / 'core-venv.sh'), version], check=True,
+                       stdout=subprocess.DEVNULL, env=dict(os.environ, ONIONLAB_ROOT=str(REPO)))
+    return CORES[version]
+
+
+class _Host:
+    def __init__(self, bed, password):
+        self.bed, self.name, self.password = bed, bed.hosts[0]['name'], password
+
+    def ssh(self, script, check=True):
+        p = subprocess.run(self.bed.ssh_cmd(self.bed.hosts[0], script), stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, universal_newlines=True, timeout=300, stdin=subprocess.DEVNULL)
+        if check and p.returncode != 0:
+            raise AssertionError('on %s: %s\nrc=%d\n%s' % (self.name, script, p.returncode, p.stdout))
+        return p.stdout
+
+    def read(self, path):
+        """A file's bytes, or None."""
+        out = self.ssh("test -e %s && base64 -w0 %s || echo none" % (shlex.quote(path), shlex.quote(path))).strip()
+        return None if out == 'none' else base64.b64decode(out)
+
+    def put_key(self, path, expanded):
+        q = shlex.quote(path)
+        self.ssh("set -e; install -d -m 0700 -o onionbalance -g onionbalance %s; echo %s | base64 -d > %s; "
+                 "chown onionbalance:onionbalance %s; chmod 0600 %s" % (
+                     shlex.quote(os.path.dirname(path)), base64.b64encode(SECRET_KEY + expanded).decode(), q, q, q))
+
+    def play(self, tmp_path, role_vars, tasks_from='frontend_key', verbose=False, core='2.19', pre_tasks=()):
+        """The onionbalance role (an entry point) on the host, as the ordinary user OPERATOR who becomes root
+        with su (ssh, become: fetch and the like read root's files through module output there)."""
+        include = {'ansible.builtin.include_role': {'name': 'onionlab.tor.onionbalance', 'tasks_from': tasks_from}}
+        book = [{'hosts': self.name, 'gather_facts': False, 'become': True,
+                 'vars': dict({'ansible_user': OPERATOR, 'ansible_become_method': 'su',
+                               'ansible_become_password': self.password,
+                               'onionbalance_service_manager': 'none'}, **role_vars),
+                 'tasks': list(pre_tasks) + [include]}]
+        return run_playbook(book, tmp_path, extra_args=['-i', str(self.bed.inventory_path)] + (['-vvv'] if verbose else []),
+                            extra_env={'ANSIBLE_REMOTE_TEMP': '/tmp/.ansible-%s' % OPERATOR},
+                            bin_dir=_core_bin(core), timeout=600)
+
+
+@pytest.fixture(scope='module')
+def obhost():
+    """One stock Debian host (Debian's tor, offline) with Onionbalance installed from the bed's local apt
+    repository, and an ordinary ssh user OPERATOR who becomes root with su (root's password set for it)."""
+    if os.geteuid() != 0:
+        pytest.skip('the host bed needs root (systemd-nspawn)')
+    hb.ensure_packages()
+    bed = hb.HostBed(n=1, name_prefix='obkey', stock=True, apt_packages=['onionbalance'])
+    t0 = time.monotonic()
+    bed.up()
+    try:
+        host = _Host(bed, 'ob-%s' % os.urandom(6).hex())
+        host.ssh("set -e; DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends onionbalance "
+                 ">/dev/null; useradd -m -s /bin/bash %(u)s; install -d -m 0700 -o %(u)s -g %(u)s /home/%(u)s/.ssh; "
+                 "install -m 0600 -o %(u)s -g %(u)s /root/.ssh/authorized_keys /home/%(u)s/.ssh/authorized_keys; "
+                 "echo 'root:%(p)s' | chpasswd" % {'u': OPERATOR, 'p': host.password})
+        _say('obhost: 1 stock host with onionbalance in %.1fs' % (time.monotonic() - t0))
+        yield host
+    finally:
+        bed.down()
+
+
+def _encodings(secret):
+    """Every way a secret could show in a log: base64 at each of the 3 alignments (so also inside the base64
+    of a larger blob: the key file, ED25519-V3:...), url-safe base64, hex."""
+    out = set()
+    for start in range(3):
+        piece = secret[start:start + 30]
+        out.add(base64.b64encode(piece).decode('ascii'))
+        out.add(base64.urlsafe_b64encode(piece).decode('ascii'))
+    out.update([secret.hex(), secret.hex().upper()])
+    return out
+
+
+def _leaks(output, keys):
+    """The names of the keys (name -> the 64-byte expanded key) any encoding of which is in output."""
+    return sorted(name for name, key in keys.items()
+                  if any(e in output for e in _encodings(key) | _encodings(SECRET_KEY + key)))
+
+
+class _ModeWatch(threading.Thread):
+    """Samples the escrow tree while a run writes it: every mode a key file (hs_ed25519_secret_key, or a
+    temporary file beside it) had when seen, with the modes of its directories up to root at that moment."""
+
+    def __init__(self, root):
+        super().__init__(daemon=True)
+        self.root, self.seen, self.samples = str(root), set(), 0
+        self.done = threading.Event()
+
+    def run(self):
+        while not self.done.is_set():
+            self.samples += 1
+            for dirpath, _dirs, files in os.walk(self.root):
+                for f in files:
+                    if 'hs_ed25519_secret_key' not in f:
+                        continue
+                    try:
+                        mode = stat.S_IMODE(os.lstat(os.path.join(dirpath, f)).st_mode)
+                        dirs, d = [], dirpath
+                        while len(d) >= len(self.root):
+                            dirs.append(stat.S_IMODE(os.stat(d).st_mode))
+                            d = os.path.dirname(d)
+                    except FileNotFoundError:
+                        continue
+                    self.seen.add((os.path.relpath(os.path.join(dirpath, f), self.root), mode, tuple(dirs)))
+            time.sleep(0.002)
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.done.set()
+        self.join()
+
+
+def _new_key():
+    return ob.new_expanded_key()
+
+
+@pytest.mark.parametrize('core', sorted(CORES))
+def test_frontend_key_never_printed_over_ssh(obhost, tmp_path, core):
+    """A2: the role's frontend_key step over ssh at -vvv, as a user who becomes root: a new key made on the host
+    and escrowed, a vault key installed and escrowed (one run), then the first restored from the escrow onto the
+    host (a second run). No encoding of either key (base64 of the file, of the 64-byte key, the ED25519-V3 blob,
+    hex) is in the output of either run, on ansible-core 2.17, 2.19 and 2.21; ssh says it censored module output.
+    The escrow copies are 0600 in 0700 directories from the moment they appear (sampled during the runs) and
+    after. Before the fix, "Fetch the frontend key" (fetch with become: a slurp) printed the base64 of the key
+    file at -vvv, and fetch wrote the copy 0644 until a later task's chmod."""
+    host, tag = obhost, core.replace('.', '')
+    escrow = tmp_path / 'escrow'
+    vault = _new_key()
+    new_name, vault_name = 'new%s' % tag, 'vault%s' % tag
+    new_file = '/etc/onionbalance/private_keys/%s.key' % new_name
+    host.ssh("rm -f %s /etc/onionbalance/private_keys/%s.key" % (new_file, vault_name))
+    blob = 'ED25519-V3:' + base64.b64encode(vault).decode()
+    common = {'onionbalance_backup_dir': str(escrow)}
+    pre = [{'ansible.builtin.include_role': {'name': 'onionlab.tor.onionbalance', 'tasks_from': 'frontend_key'},
+            'vars': {'onionbalance_name': vault_name, 'onionbalance_private_key': blob}}]
+    outputs = []
+    with _ModeWatch(escrow) as watch:
+        first = host.play(tmp_path, dict(common, onionbalance_name=new_name), verbose=True, core=core, pre_tasks=pre)
+        assert first.rc == 0, first.output[-5000:]
+        outputs.append(first.output)
+        made = host.read(new_file)
+        assert made is not None and made.startswith(SECRET_KEY), made
+        host.ssh('rm -f %s' % new_file)          # rebuilt: the key comes back from the escrow
+        second = host.play(tmp_path, dict(common, onionbalance_name=new_name), verbose=True, core=core)
+        assert second.rc == 0, second.output[-5000:]
+        outputs.append(second.output)
+    assert host.read(new_file) == made
+    assert host.read('/etc/onionbalance/private_keys/%s.key' % vault_name) == SECRET_KEY + vault
+    keys = {new_name: made[len(SECRET_KEY):], vault_name: vault}
+    for name, key in keys.items():
+        escrowed = escrow / 'onionbalance' / name / 'hs_ed25519_secret_key'
+        assert escrowed.read_bytes() == SECRET_KEY + key
+        assert stat.S_IMODE(escrowed.stat().st_mode) == 0o600
+        for d in (escrowed.parent, escrowed.parent.parent, escrow):
+            assert stat.S_IMODE(d.stat().st_mode) == 0o700, d
+    assert '[core %s.' % core in subprocess.run([str(_core_bin(core) / 'ansible-playbook'), '--version'],
+                                                stdout=subprocess.PIPE, universal_newlines=True).stdout
+    leaks = []
+    for index, output in enumerate(outputs):
+        assert 'ESTABLISH SSH CONNECTION FOR USER: %s' % OPERATOR in output, output[-3000:]     # -vvv over ssh
+        assert 'censored due to no log' in output       # ssh was told no_log for the runs that carry a key
+        leaks += ['run %d printed the key of %s' % (index + 1, name) for name in _leaks(output, keys)]
+    assert {s[0].split(os.sep)[1] for s in watch.seen} >= set(keys), watch.seen
+    bad = ['escrowed key file %s seen %o (directories %s)' % (f, m, '/'.join('%o' % x for x in d))
+           for f, m, d in sorted(watch.seen) if m != 0o600 or any(x != 0o700 for x in d)]
+    assert not leaks + bad, '\n'.join(leaks + bad)
+    _say('ansible-core %s: 2 runs at -vvv over ssh (%d bytes), %d encodings of 2 keys: 0 hits; escrow sampled %d '
+         'times, key files seen: %s' % (
+             core, sum(map(len, outputs)), sum(len(_encodings(k) | _encodings(SECRET_KEY + k)) for k in keys.values()),
+             watch.samples, ', '.join('%s %o in %s' % (f, m, '/'.join('%o' % x for x in d))
+                                      for f, m, d in sorted(watch.seen))))
+
+
+def _address(expanded):
+    return ob.onionkeys.onion_address(ob.onionkeys.ed25519_public_from_expanded(expanded)) + '.onion'
+
+
+def _escrow(escrow, name, expanded, hostname=True):
+    d = escrow / 'onionbalance' / name
+    d.mkdir(parents=True, mode=0o700)
+    ob.write_frontend_key(str(d / 'hs_ed25519_secret_key'), expanded)
+    if hostname:
+        (d / 'hostname').write_text(_address(expanded) + '\n')
+    return d / 'hs_ed25519_secret_key'
+
+
+def _refusal(run):
+    assert run.rc != 0, run.output[-3000:]
+    failed = run.results(status='failed')
+    assert len(failed) == 1, run.output[-3000:]
+    return failed[0]['result']['msg']
+
+
+def test_frontend_key_checked_before_it_is_written(obhost, tmp_path):
+    """A4: the host holds K1 and the escrow holds K1; a vault key K2 is given: the role refuses naming both
+    addresses, and the host's file is still K1, byte for byte. The same with the escrow's hostname file gone (the
+    escrowed key's address comes from the key itself), and with no vault key but a host key K3 that is not the
+    escrowed one. Before the fix the vault key was written first (K1 gone from the host, "nothing was changed"
+    said), and without hostname nothing was checked at all (K2 installed, the escrow's hostname rewritten)."""
+    host = obhost
+    escrow = tmp_path / 'escrow'
+    k1, k2, k3 = _new_key(), _new_key(), _new_key()
+    key_file = '/etc/onionbalance/private_keys/a4.key'
+    role_vars = {'onionbalance_backup_dir': str(escrow), 'onionbalance_name': 'a4'}
+    host.put_key(key_file, k1)
+    escrowed = _escrow(escrow, 'a4', k1)
+    vault = 'ED25519-V3:' + base64.b64encode(k2).decode()
+    t0 = time.monotonic()
+    msg = _refusal(host.play(tmp_path, dict(role_vars, onionbalance_private_key=vault)))
+    assert ('onionbalance: the frontend key in onionbalance_private_key (address %s) is not the escrowed one (%s, '
+            'address %s); nothing was changed: the key on %s (%s, address %s) is still there'
+            % (_address(k2), escrowed, _address(k1), host.name, key_file, _address(k1))) in msg, msg
+    assert host.read(key_file) == SECRET_KEY + k1
+    (escrowed.parent / 'hostname').unlink()           # the escrowed key alone: still checked
+    msg = _refusal(host.play(tmp_path, dict(role_vars, onionbalance_private_key=vault)))
+    assert 'is not the escrowed one (%s, address %s)' % (escrowed, _address(k1)) in msg, msg
+    assert host.read(key_file) == SECRET_KEY + k1
+    assert not (escrowed.parent / 'hostname').exists()
+    host.put_key(key_file, k3)                        # a host key that is not the escrowed one, no vault key
+    msg = _refusal(host.play(tmp_path, role_vars))
+    assert ('onionbalance: the frontend key on %s (%s, address %s) is not the escrowed one (%s, address %s); '
+            'nothing was changed' % (host.name, key_file, _address(k3), escrowed, _address(k1))) in msg, msg
+    assert host.read(key_file) == SECRET_KEY + k3
+    assert escrowed.read_bytes() == SECRET_KEY + k1
+    _say('A4: 3 refusals over ssh in %.1fs, the host key file unchanged each time' % (time.monotonic() - t0))
+
+
+def test_config_yaml_names_round_trip(obhost, tmp_path):
+    """A10: config.yaml with an instance name and a key path carrying YAML's special characters (": ", "#", a
+    leading "*", both quotes): Onionbalance's own reader on the host (onionbalance.common.util) gets back the
+    strings the role was given. Before the fix the template wrote them unquoted (a leading * is an alias:
+    the file did not parse)."""
+    host = obhost
+    weird_host, weird_service = '*we: b#1 \'x"', 's: v #2'
+    key_file = '/etc/onionbalance/private_keys/k: e #y \'"*.key'
+    address = ob.onionkeys.onion_address(b'\x07' * 32)
+    pre = [{'ansible.builtin.add_host': {'name': weird_host, 'ansible_connection': 'local',
+                                         'onion_service_addresses': {weird_service: address + '.onion'}}},
+           {'ansible.builtin.wait_for': {'path': '/run/tor/control'}}]
+    run = host.play(tmp_path, {'onionbalance_backup_dir': str(tmp_path / 'escrow'), 'onionbalance_name': 'a10',
+                               'onionbalance_key_file': key_file,
+                               'onionbalance_backends': [{'host': weird_host, 'service': weird_service},
+                                                         ob.onionkeys.onion_address(b'\x08' * 32)]},
+                    tasks_from='main', pre_tasks=pre)
+    assert run.rc == 0, run.output[-3000:]
+    read = host.ssh("python3 -c 'import json; from onionbalance.common import util; "
+                    "print(\"CONFIG\", json.dumps(util.read_config_data_from_file(\"/etc/onionbalance/config.yaml\")))'")
+    config = json.loads([line for line in read.splitlines() if line.startswith('CONFIG ')][0][len('CONFIG '):])
+    assert config == {'services': [{'key': key_file, 'instances': [
+        {'address': address, 'name': '%s-%s' % (weird_host, weird_service)},
+        {'address': ob.onionkeys.onion_address(b'\x08' * 32), 'name': 'backend2'}]}]}, read
+    assert host.read(key_file).startswith(SECRET_KEY)
