@@ -13,14 +13,14 @@ version_added: 0.1.0
 author:
   - onionlab.tor contributors (@onionlab)
 description:
-  - Takes a dict of inventory host to what the P(onionlab.tor.onionprobe#role) role reads of it (C(onion_services),
+  - "Takes a dict of inventory host to what the P(onionlab.tor.onionprobe#role) role reads of it (C(onion_services),
     C(onion_service_addresses), C(onionprobe_checks), C(onionbalance_address), C(onionbalance_backends),
     C(onionbalance_name), C(onionprobe_frontend_checks)) and returns C(endpoints) (Onionprobe's C(endpoints)
     dict, one entry per service and port, named C(HOST/SERVICE:PORT)), C(probed) (one entry per endpoint:
     C(name), C(host), C(service), C(address), C(port), C(kind) V(service) or V(frontend)) and C(skipped)
     (C(host), C(service), C(reason)): services with client authorization (Onionprobe 1.4 decrypts a descriptor
     without client keys, so it cannot probe them), services without a web port, services whose address is not
-    known yet.
+    known yet."
   - "A service is probed on each of its ports 80 (C(http)) and 443 (C(https)), or on the ports its host's
     C(onionprobe_checks[SERVICE].ports) names, at C(/) expecting status 200 unless C(onionprobe_checks[SERVICE].paths)
     says otherwise; C(onionprobe_checks[SERVICE].probe=false) leaves it out."
