@@ -755,10 +755,10 @@ EPHEMERAL_RECORD = "onionlab-ephemeral-services.json"
 
 
 def read_ephemeral_record(data_dir):
-    path = os.path.join(data_dir, EPHEMERAL_RECORD)
+    """The record in tor's DataDirectory ({} when none or unreadable): read as a regular file only,
+    never through a link tor's user put there, never from a FIFO."""
     try:
-        with open(path) as handle:
-            record = json.load(handle)
+        record = json.loads(read_regular(os.path.join(data_dir, EPHEMERAL_RECORD), 1 << 22)[0].decode("utf-8"))
     except (OSError, ValueError):
         return {}
     return record if isinstance(record, dict) else {}

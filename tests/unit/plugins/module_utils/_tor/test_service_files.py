@@ -302,3 +302,20 @@ def test_service_directory_swapped_before_its_key_is_written(fake, tmp_path, bas
             manager.apply([hs.normalize_service({"path": str(path), "ports": [{"port": 80}]})], keys={str(path): key})
     assert snapshot(str(victim_dir)) == before
     assert one_message(err.value) == "%s: %s" % (hs.SWAPPED, path)
+
+
+def test_ephemeral_record_not_read_through_a_link_or_a_fifo(tmp_path):
+    """The ephemeral record lives in tor's DataDirectory: a link tor's user put there (to a file of
+    root's) is not read, nor a FIFO waited on."""
+    data_dir = tmp_path / "tordata"
+    data_dir.mkdir()
+    elsewhere = tmp_path / "root.json"
+    elsewhere.write_text('{"secret": "of root"}')
+    os.symlink(str(elsewhere), str(data_dir / hs.EPHEMERAL_RECORD))
+    assert hs.read_ephemeral_record(str(data_dir)) == {}
+    os.unlink(str(data_dir / hs.EPHEMERAL_RECORD))
+    os.mkfifo(str(data_dir / hs.EPHEMERAL_RECORD))
+    assert hs.read_ephemeral_record(str(data_dir)) == {}
+    os.unlink(str(data_dir / hs.EPHEMERAL_RECORD))
+    hs.write_ephemeral_record(str(data_dir), {"abc": {"ports": []}})
+    assert hs.read_ephemeral_record(str(data_dir)) == {"abc": {"ports": []}}
