@@ -111,7 +111,8 @@ def test_module_healthy_then_an_unpublished_service_repaired_by_the_watchdog(pri
             assert onion_health.reference_text(services[hidden]), "tor's descriptor never became the current one"
             config = {"control_port": privnet.onion.control_port, "cookie_path": privnet.onion.cookie_path,
                       "addresses": [hidden], "state_file": str(tmp_path / "wd.json"),
-                      "metrics_file": str(tmp_path / "wd.prom"), "restart_command": ["false"]}
+                      "metrics_file": str(tmp_path / "wd.prom"), "restart_command": ["false"],
+                      "confirm_checks": 1}
             started = time.monotonic()
             first = watchdog.Watchdog(config)
             first.run()

@@ -13,8 +13,10 @@ back by this check:
    again, so it goes on to 3;
 3. restart: the configured command (systemctl restart tor), at most once per restart_interval.
 
-No repair while a run of the collection holds the tor's lock (lock.py), while tor bootstraps, or
-for a service that is pending; nothing at all in report-only mode. It never touches keys or the
+A service is repaired only once it was found unhealthy confirm_checks times in a row (default 2: a
+service tor has just built and not uploaded yet is not repaired). No repair while a run of the
+collection holds the tor's lock (lock.py), while tor bootstraps, or for a service that is pending;
+nothing at all in report-only mode. It never touches keys or the
 torrc. Each decision is one line on standard output (the journal); counters and gauges go to a
 node_exporter textfile (metrics_file), and the ladder's state to state_file, both written
 atomically.
@@ -43,7 +45,7 @@ DEFAULTS = {
     "restart_interval": 3600, "restart_command": ["systemctl", "restart", "tor"], "report_only": False,
     "state_file": "/var/lib/onionlab-watchdog/state.json",
     "metrics_file": "/var/lib/prometheus/node-exporter/onionlab_watchdog.prom",
-    "lock_wait": 2.0, "timeout": 10.0,
+    "lock_wait": 2.0, "timeout": 10.0, "confirm_checks": 2,
 }
 
 
@@ -167,6 +169,11 @@ class Watchdog(object):
                 continue
             record["failures"] += 1
             record["streak"] += 1
+            if record["streak"] < self.config["confirm_checks"]:
+                self.say(service=address, state="unhealthy", evidence=evidence, action="none",
+                         result="unhealthy %d time(s) in a row; a repair after %d" % (
+                             record["streak"], self.config["confirm_checks"]))
+                continue
             if self.config["report_only"]:
                 self.say(service=address, state="unhealthy", evidence=evidence, action="none", result="report only")
                 continue

@@ -60,7 +60,8 @@ def bed(tmp_path, monkeypatch):
     def run(states, **config):
         script["states"] = list(states)
         out = io.StringIO()
-        cfg = dict({"state_file": str(tmp_path / "state.json"), "metrics_file": str(tmp_path / "wd.prom")}, **config)
+        cfg = dict({"state_file": str(tmp_path / "state.json"), "metrics_file": str(tmp_path / "wd.prom"),
+                    "confirm_checks": 1}, **config)
         for _ in states:
             watchdog.Watchdog(cfg, connect=lambda: ctl, restart=lambda: restarts.append(clock["now"]) or (True, ""),
                               clock=lambda: clock["now"], out=out).run()
@@ -142,6 +143,14 @@ def test_tor_not_answering_is_reported_never_repaired(bed, tmp_path):
                               connect=refuse, restart=lambda: pytest.fail("restarted"), out=out).run()
     assert state["tor_up"] == 0 and "tor=unreachable" in out.getvalue() and "action=none" in out.getvalue()
     assert "onionlab_watchdog_tor_up 0" in (tmp_path / "m.prom").read_text()
+
+
+def test_a_repair_only_after_confirm_checks_unhealthy_checks_in_a_row(bed):
+    """A service tor has just built and not uploaded yet reads unhealthy once: not repaired."""
+    lines = bed["run"]([("unhealthy", "persistent"), ("healthy", "persistent"), ("unhealthy", "persistent"),
+                        ("unhealthy", "persistent"), ("unhealthy", "persistent")], confirm_checks=2)
+    assert _actions(lines) == ["none", "none", "repost", "reload"], lines
+    assert "unhealthy 1 time(s) in a row; a repair after 2" in lines[0]
 
 
 def test_config_file_unknown_setting_refused(tmp_path):
