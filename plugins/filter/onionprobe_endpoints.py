@@ -211,7 +211,8 @@ def onionprobe_endpoints(hosts, backup_dir, onionbalance_backup_dir=None):
             if svc.get("clients") or svc.get("authorized_clients"):
                 skipped.append({"host": host, "service": name, "reason": (
                     "client authorization: Onionprobe decrypts the descriptor without client keys (stem has no "
-                    "descriptor cookie), so it cannot probe this service; tor_onion_probe on a client host can")})
+                    "descriptor cookie), so it cannot probe this service (1.4.1 stops on it with UnboundLocalError, "
+                    "every other probe with it); tor_onion_probe on a host with the key can")})
                 continue
             if not chosen:
                 skipped.append({"host": host, "service": name, "reason": (
