@@ -17,10 +17,21 @@ Marks: rst comments right before a block (blank lines aside), not rendered, prin
 * ``.. onionlab-doc-test: skip (REASON)``: not run (in an example file: a line
   ``# onionlab-doc-test: skip (REASON)``); keep these rare.
 * ``.. onionlab-doc-test: changes every run (REASON)``: its second run may report changes.
+* ``.. onionlab-doc-test: check after the first run (REASON)``: its ``--check`` runs after its first
+  run, not before (what check mode needs exists only after a real run, e.g. a key made on a host).
 * ``.. onionlab-doc-test: given GUIDE#N``: the state the block starts from is what block N of
   GUIDE makes (the guide says so in its text): that block is run first.
 * ``.. onionlab-doc-test: given a fresh host``: the block starts on a host as the guide's first
   block found it (e.g. a restore onto another host): the test puts the host back first.
+* ``.. onionlab-doc-test: after #N (REASON)``: the block runs right after block N of its guide
+  instead of in its place (a play shown before the one that makes what it needs, e.g. the frontend
+  play of a guide before the whole sequence).
+* ``.. onionlab-doc-test: fragment of FILE, then #N``: the block is a part of the YAML file FILE
+  written by an earlier block (``host_vars/web1.yml``): its keys replace the same keys of the first
+  mapping in FILE that has them all, and block N (the play that reads FILE) runs again.
+* ``.. onionlab-doc-test: torrc lines`` before a ``code-block:: text``: lines the guide tells the
+  reader to put in torrc; they are appended to ``/etc/tor/torrc`` of the guide's hosts and tor is
+  restarted (kind ``torrc``).
 
 What a block is (``kind``), decided from its YAML alone, and what is run (``playbook_text()``):
 
@@ -34,6 +45,8 @@ What a block is (``kind``), decided from its YAML alone, and what is run (``play
 * ``role_vars``: a mapping whose keys are all options of one role's ``meta/argument_specs.yml``:
   the printed text becomes that role's ``vars`` in one play ``{hosts: all, gather_facts: false,
   become: true}``.
+* ``torrc``: a ``text`` block marked ``torrc lines`` (above).
+* ``fragment``: a block marked ``fragment of FILE, then #N`` (above).
 * ``other``: anything else (a fragment); it cannot run and must be fixed or marked skip.
 
 Plain Python (yaml from Ansible's own dependency PyYAML), no Ansible import.
@@ -51,11 +64,16 @@ EXAMPLES_DIR = REPO / "docs" / "examples"
 ROLES_DIR = REPO / "roles"
 
 LANGUAGES = ("yaml", "yaml+jinja")
+TORRC_LANGUAGES = ("text",)  # taken only when marked 'torrc lines'
 _DIRECTIVE = re.compile(r"^(\s*)\.\. code-block::\s*(\S+)\s*$")
 _RST_MARK = re.compile(r"^\s*\.\. onionlab-doc-test: (.+?)\s*$")
 _SKIP = re.compile(r"^skip \((.+)\)$")
 _CHANGES = re.compile(r"^changes every run \((.+)\)$")
+_CHECK_AFTER = re.compile(r"^check after the first run \((.+)\)$")
 _GIVEN = re.compile(r"^given (a fresh host|[\w/.-]+#\d+)$")
+_AFTER = re.compile(r"^after #(\d+) \((.+)\)$")
+_FRAGMENT = re.compile(r"^fragment of ((?:host_vars|group_vars)/[\w./-]+\.ya?ml), then #(\d+)$")
+_TORRC = re.compile(r"^torrc lines$")
 _YAML_SKIP = re.compile(r"^\s*# onionlab-doc-test: skip \((.+)\)\s*$")
 _FILE_HEADER = re.compile(r"^#\s*((?:host_vars|group_vars)/[\w./-]+\.ya?ml)\b")
 _WRAP = "- hosts: all\n  gather_facts: false\n  become: true\n"
@@ -85,16 +103,31 @@ class Block(object):
         self.skip = skip          # the reason, or None
         self.changes_every_run = None   # the reason, or None
         self.given = []           # "a fresh host" or "GUIDE#N", in order
+        self.after = None         # (N, reason): runs right after block N of the guide
+        self.fragment = None      # (FILE, N): replaces keys of FILE, then block N runs
+        self.torrc = False        # text block of torrc lines
+        self.check_after_run = None  # the reason, or None
         for mark in marks:
-            m = _SKIP.match(mark) or _CHANGES.match(mark) or _GIVEN.match(mark)
+            m = (_SKIP.match(mark) or _CHANGES.match(mark) or _GIVEN.match(mark) or _AFTER.match(mark)
+                 or _FRAGMENT.match(mark) or _TORRC.match(mark) or _CHECK_AFTER.match(mark))
             if not m:
                 raise ValueError("%s line %d: unknown mark '.. onionlab-doc-test: %s'" % (source, line, mark))
             if m.re is _SKIP:
                 self.skip = m.group(1)
             elif m.re is _CHANGES:
                 self.changes_every_run = m.group(1)
+            elif m.re is _AFTER:
+                self.after = (int(m.group(1)), m.group(2))
+            elif m.re is _FRAGMENT:
+                self.fragment = (m.group(1), int(m.group(2)))
+            elif m.re is _TORRC:
+                self.torrc = True
+            elif m.re is _CHECK_AFTER:
+                self.check_after_run = m.group(1)
             else:
                 self.given.append(m.group(1))
+        if self.torrc and lang != "text":
+            raise ValueError("%s line %d: 'torrc lines' marks a code-block:: text" % (source, line))
         self.kind, self.file_path, self.role = self._classify()
 
     @property
@@ -102,6 +135,10 @@ class Block(object):
         return "%s#%d" % (self.guide, self.number)
 
     def _classify(self):
+        if self.torrc:
+            return "torrc", None, None
+        if self.fragment:
+            return "fragment", self.fragment[0], None
         try:
             data = yaml.safe_load(self.text)
         except yaml.YAMLError as exc:
@@ -132,6 +169,10 @@ class Block(object):
             return (_WRAP + "  roles:\n    - role: onionlab.tor.%s\n      vars:\n" % self.role
                     + textwrap.indent(self.text, "        "))
         return None
+
+    def torrc_lines(self):
+        """The torrc lines of a ``torrc`` block."""
+        return [line.strip() for line in self.text.splitlines() if line.strip()] if self.kind == "torrc" else []
 
     def __repr__(self):
         return "Block(%s line %d, %s%s)" % (self.label, self.line, self.kind,
@@ -175,7 +216,7 @@ def rst_blocks(path):
             body.append(line)
             j += 1
         i = j
-        if lang not in LANGUAGES:
+        if lang not in LANGUAGES + TORRC_LANGUAGES:
             continue
         while body and not body[-1].strip():
             body.pop()
@@ -188,6 +229,8 @@ def rst_blocks(path):
             if lines[k].strip():
                 marks.insert(0, _RST_MARK.match(lines[k]).group(1))
             k -= 1
+        if lang in TORRC_LANGUAGES and "torrc lines" not in marks:
+            continue
         out.append(Block(_rel(path), guide, len(out) + 1, start + 1, lang, text, None,
                          marks))
     return out
@@ -203,8 +246,24 @@ def example_block(path):
     return Block(_rel(path), "examples/" + Path(path).stem, 1, 1, "yaml", text, skip)
 
 
+def run_order(blocks):
+    """One guide's blocks in the order they run: a block marked ``after #N`` right after block N
+    (after the blocks already moved there)."""
+    moved = [b for b in blocks if b.after]
+    out = [b for b in blocks if not b.after]
+    for b in moved:
+        targets = [i for i, x in enumerate(out) if x.number == b.after[0]]
+        if not targets:
+            raise ValueError("%s: after #%d: no such block in %s" % (b.label, b.after[0], b.guide))
+        i = targets[0] + 1
+        while i < len(out) and out[i].after and out[i].after[0] == b.after[0]:
+            i += 1
+        out.insert(i, b)
+    return out
+
+
 def doc_blocks():
-    """Every YAML block of the guides, then every example file."""
+    """Every YAML block of the guides (and the text blocks marked torrc lines), then every example file."""
     out = []
     for rst in sorted(RST_DIR.glob("*.rst")):
         out += rst_blocks(rst)

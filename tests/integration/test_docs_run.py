@@ -1,6 +1,6 @@
 # Copyright (c) 2026, onionlab.tor contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Every guide and example runs as printed, on stock Debian hosts (fixture ``stockbed``, issue 14).
+"""Every guide and example runs as printed, on stock Debian hosts joined to the private network (issues 14, 26).
 
 The blocks come from ``harness.doc_blocks`` (its docstring has the extraction, the marks and the
 wrapping rule; in short: a play runs as printed; a task list becomes the ``tasks:`` of one play
@@ -9,31 +9,47 @@ the inventory directory; a mapping of one role's variables becomes that role's `
 is edited here: a block that cannot run is fixed in the guide or marked there (``.. onionlab-doc-test:
 skip (REASON)``), and the marks are printed with the table.
 
-The reader: each guide gets a stock host of its own (the ``stockbed`` host, then hosts of a second
-stock bed started here), named ``web1`` in its inventory and in the groups the guides name: ``web``,
-``onion_servers``, ``bob_laptop``. A guide whose blocks name the group ``onion_clients`` gets a
-second stock host as ``laptop-a`` (the only host of ``onion_clients``); ``laptop-b`` is a name of
-it in no group (the guides name it in a client's ``hosts``). Ansible reaches them over ssh as an
+The reader: each guide gets stock hosts of its own (``docs_bed``: one bed started here), named
+``web1`` in its inventory and in the groups the guides name: ``web``, ``onion_servers``,
+``bob_laptop``, ``monitoring``. A guide whose blocks name ``web3`` gets ``web2`` and ``web3`` too
+(in ``web`` and ``onion_servers``); one whose blocks name the group ``onion_clients`` gets a host
+``laptop-a`` (the only host of ``onion_clients``; ``laptop-b`` is a name of it in no group, the
+guides name it in a client's ``hosts``); one with a play for ``hosts: frontend`` a host ``balancer``,
+the only host of ``frontend``.
+
+The hosts are Debian's: stock ``/etc/tor/torrc`` and systemd unit; what joins them to the private
+network (``privnet``: its ``TestingTorNetwork`` and ``DirAuthority`` lines, and the host's own
+SocksPort, since the hosts share this machine's network) is in tor's defaults file
+(``hosts.stock_defaults_torrc``: Debian's torrc has no ``%include``, so a torrc.d drop-in would not
+be read), so the guides' tors bootstrap, hold a consensus and publish descriptors. Their apt reads
+the bed's local repository (``hosts.AptRepo``) of the packages the guides install
+(``DOCS_APT_PACKAGES``); nothing else is installable. ``prepare`` waits until each host's tor has
+bootstrapped (it prints the phase it saw). Ansible reaches them over ssh as an
 ordinary user, ``onionlab-operator``, who becomes root with ``su`` (the root password is set for the
 run): a play that needs root and lacks ``become: true`` fails as it would for a reader. Values a
 guide leaves to the reader are extra vars of every run, here, visibly (``READER_VARS``); the
 inventory of a guide that runs the tor role sets ``tor_control_port: 0`` (``BED_ROLE_VARS``: the role's
-ControlPort 127.0.0.1:9051 would be one port for every host of the bed, which share a network).
+ControlPort 127.0.0.1:9051 would be one port for every host of the bed, which share a network), one
+that runs the onionbalance role ``onionbalance_testnet: true`` (a private network), and every host has
+``tor_socks_port``, its tor's SocksPort, as a reader's inventory would (the guides read it). Values a
+ready playbook documents for a private test network are its extra vars there (``LAB_VARS``).
 
 Each guide runs in a directory of its own (its playbooks ``block-N.yml``, and what it writes beside
 them: ``backup/``, ``client-keys/``, an escrow), its blocks in order as a reader would run them one
 after the other; each block: ``--check`` first (on the host as the blocks before it left it), then a
 run, then a second run that must report ``changed=0`` unless the rst marks the block ``changes every
-run``. A key file the guide leaves on the controller must be 0600 in 0700 directories. After the
+run`` (``check after the first run``: its ``--check`` comes after the first run). A block marked ``torrc lines`` is appended to torrc and tor restarted; a ``fragment`` replaces
+its keys in the inventory file it belongs to and the play it names runs again (check, run, rerun);
+blocks marked ``after #N`` run right after block N (``doc_blocks.run_order``). A key file the guide
+leaves on the controller must be 0600 in 0700 directories. After the
 guide its hosts are put back: the services ``tor_hidden_service_info`` lists are reported, torrc is
 the stock one again, what the guide added under /etc/tor and /var/lib/tor is removed and tor
 restarted, and tor must then list no service. Guides run in parallel (``ONIONLAB_DOCS_WORKERS``,
-default 4), each on its own hosts.
+default 4), each on its own hosts; guides that open the same fixed port on loopback (a MetricsPort
+127.0.0.1:9035) take turns (``_fixed_ports``), since the hosts share this machine's network.
 
-The stock hosts are offline (their tor knows one directory authority, on 127.0.0.1:1): what needs
-the network (a bootstrap, a consensus, a published descriptor) is checked only as far as tor goes
-locally, or marked skip. The table (guide, block, check, run, rerun changed, seconds) is printed at
-the end.
+A block left marked skip has a reason no host here could run it (``NO_HOST_HERE``, checked). The
+table (guide, block, check, run, rerun changed, seconds) is printed at the end.
 """
 
 import base64
@@ -44,6 +60,7 @@ import os
 import re
 import secrets
 import subprocess
+import threading
 import time
 import traceback
 
@@ -54,10 +71,15 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor.onion import gen
 from harness import ansible_run
 from harness import hosts as hb
 from harness.ansible_run import PlaybookRun
-from harness.doc_blocks import doc_blocks
+from harness.doc_blocks import doc_blocks, run_order
 
 OPERATOR = "onionlab-operator"
-SERVER_GROUPS = ("web", "onion_servers", "bob_laptop")
+SERVER_GROUPS = ("web", "onion_servers")       # web1 (web2, web3)
+WEB1_GROUPS = ("bob_laptop", "monitoring")      # web1 alone
+# What the guides apt-get install on their hosts: the bed's local repository has them (and nothing else).
+DOCS_APT_PACKAGES = ["nginx", "onionbalance", "prometheus"]
+# The blocks left marked skip, each for a reason no host here could run it (the rst says which).
+NO_HOST_HERE = {"guide_consensus#1", "guide_metrics#2"}
 WORKERS = int(os.environ.get("ONIONLAB_DOCS_WORKERS", "4"))
 # every guide in one module-scoped fixture: minutes on a loaded machine, not pytest.ini's 300 s
 pytestmark = pytest.mark.timeout(1800)
@@ -79,6 +101,13 @@ READER_VARS = {
 }
 
 BLOCKS = doc_blocks()
+# What a ready playbook documents for a private test network (TestingTorNetwork): its extra vars there.
+LAB_VARS = {"examples/consensus_check": {"tor_consensus_authorities": "document", "tor_consensus_freshness": "valid"}}
+
+
+def _extra_vars(guide):
+    return dict(READER_VARS, **LAB_VARS.get(guide, {}))
+
 GUIDES = sorted({b.guide for b in BLOCKS}, key=[b.guide for b in BLOCKS].index)
 if os.environ.get("ONIONLAB_DOCS_GUIDES"):  # e.g. guide_key_backup,examples/accounting_alert (while writing one)
     GUIDES = [g for g in GUIDES if g in os.environ["ONIONLAB_DOCS_GUIDES"].split(",")]
@@ -142,17 +171,24 @@ class Host(object):
 
     def inventory_vars(self):
         return {"ansible_host": "127.0.0.1", "ansible_port": self.h["ssh_port"],
-                "ansible_ssh_private_key_file": self.bed.key}
+                "ansible_ssh_private_key_file": self.bed.key, "tor_socks_port": self.h["tor_socks_port"]}
 
     def prepare(self, password):
-        """An ordinary user with the bed's ssh key; root's password (shadow kept to put back)."""
+        """An ordinary user with the bed's ssh key; root's password (shadow kept to put back); tor
+        bootstrapped on the private network (its cached consensus then belongs to the host)."""
         self.ssh("set -e; cp -a /etc/shadow /etc/shadow.onionlab-docs; "
                  "id %(u)s >/dev/null 2>&1 || useradd -m -s /bin/bash %(u)s; "
                  "install -d -m 0700 -o %(u)s -g %(u)s /home/%(u)s/.ssh; "
                  "install -m 0600 -o %(u)s -g %(u)s /root/.ssh/authorized_keys /home/%(u)s/.ssh/authorized_keys; "
                  "echo 'root:%(p)s' | chpasswd" % {"u": OPERATOR, "p": password})
         self.wait_tor()
+        self.bootstrap = self.ssh(_WAIT_BOOTSTRAP).strip()
         self.before = set(self.ssh(_SNAPSHOT).split())
+
+    def append_torrc(self, lines):
+        """The lines a guide tells the reader to put in torrc, then tor restarted."""
+        quoted = " ".join("'%s'" % line.replace("'", "'\\''") for line in lines)
+        self.ssh("set -e; printf '%%s\\n' %s >> /etc/tor/torrc; %s" % (quoted, hb.RESTART_TOR))
 
     def unprepare(self):
         self.ssh("cp -a /etc/shadow.onionlab-docs /etc/shadow && rm -f /etc/shadow.onionlab-docs; "
@@ -175,13 +211,62 @@ class Host(object):
 # what a stock host holds before any guide: kept; everything else under these goes
 _SNAPSHOT = "find /etc/tor /var/lib/tor -mindepth 1 -maxdepth 1 | sort"
 _WAIT_TOR = hb.WAIT_CONTROL_SOCKET
+# Until tor has bootstrapped on the private network (GETINFO status/bootstrap-phase over the control
+# socket with the cookie, as root); prints the phase it saw, fails with it after 180 s.
+_WAIT_BOOTSTRAP = r"""python3 - <<'EOF'
+import binascii, socket, sys, time
+deadline, seen = time.monotonic() + 180, ''
+while True:
+    try:
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(10)
+        s.connect('/run/tor/control')
+        cookie = binascii.hexlify(open('/run/tor/control.authcookie', 'rb').read())
+        s.sendall(b'AUTHENTICATE ' + cookie + b'\r\nGETINFO status/bootstrap-phase\r\nQUIT\r\n')
+        out = b''
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            out += chunk
+        s.close()
+        seen = ' '.join(l for l in out.decode(errors='replace').splitlines() if 'bootstrap-phase' in l)
+    except OSError as exc:
+        seen = 'control socket: %s' % exc
+    if 'PROGRESS=100' in seen:
+        print('%.0f s: %s' % (180 - (deadline - time.monotonic()), seen))
+        break
+    if time.monotonic() > deadline:
+        sys.exit('tor did not bootstrap in 180 s; last seen: %s' % seen)
+    time.sleep(1)
+EOF"""
 
 
-def _hosts_needed(guide):
+def _host_names(guide):
+    """The inventory names of the guide's hosts (one host each), from what its blocks name."""
     blocks = [b for b in BLOCKS if b.guide == guide and not b.skip]
-    if not any(b.playbook_text() for b in blocks):
-        return 0
-    return 2 if any("onion_clients" in b.text for b in blocks) else 1
+    if not any(b.playbook_text() or b.kind in ("torrc", "fragment") for b in blocks):
+        return []
+    text = "\n".join(b.text for b in blocks)
+    names = ["web1"]
+    if re.search(r"\bweb3\b", text):
+        names += ["web2", "web3"]
+    if "onion_clients" in text:
+        names.append("laptop-a")
+    if re.search(r"hosts: *frontend\b", text):
+        names.append("balancer")
+    return names
+
+
+_PORT_PATTERNS = (r"MetricsPort +127\.0\.0\.1:(\d+)", r"metrics_port: *(\d+)\b", r"http://127\.0\.0\.1:(\d+)")
+_PORT_LOCKS = {}
+
+
+def _fixed_ports(guide):
+    """Ports on loopback the guide's blocks open or read: the bed's hosts share this machine's
+    network, so two guides with one of them take turns."""
+    text = "\n".join(b.text for b in BLOCKS if b.guide == guide and not b.skip)
+    return sorted({int(p) for pattern in _PORT_PATTERNS for p in re.findall(pattern, text)})
 
 
 # Inventory vars for a guide whose blocks run a role that the bed needs told something: the bed's
@@ -189,7 +274,9 @@ def _hosts_needed(guide):
 # 127.0.0.1:9051 would be one port for all of them: none (0, as its spec says),
 # the control socket stays. Only for guides that run the role: docs/examples use tor_control_port
 # as the module's port.
-BED_ROLE_VARS = {"onionlab.tor.tor": {"tor_control_port": 0}}
+BED_ROLE_VARS = {"onionlab.tor.tor": {"tor_control_port": 0},
+                 # a private network (TestingTorNetwork): Onionbalance's --is-testnet
+                 "onionlab.tor.onionbalance": {"onionbalance_testnet": True}}
 
 
 def _bed_vars(guide):
@@ -202,18 +289,22 @@ def _bed_vars(guide):
 
 
 def _inventory(hosts, password, bed_vars=None):
+    """hosts: {inventory name: Host} (_host_names)."""
     common = {"ansible_user": OPERATOR, "ansible_become_method": "su", "ansible_become_password": password,
               "ansible_python_interpreter": "/usr/bin/python3",
               "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"}
     common.update(bed_vars or {})
     if not hosts:  # nothing of the guide runs on a host
         return {"all": {"vars": common}}
-    names = {"web1": hosts[0].inventory_vars()}
-    children = {g: {"hosts": {"web1": None}} for g in SERVER_GROUPS}
-    if len(hosts) > 1:
-        names["laptop-a"] = hosts[1].inventory_vars()
-        names["laptop-b"] = hosts[1].inventory_vars()
+    names = {name: host.inventory_vars() for name, host in hosts.items()}
+    web = [n for n in hosts if n.startswith("web")]
+    children = {g: {"hosts": {n: None for n in web}} for g in SERVER_GROUPS}
+    children.update({g: {"hosts": {"web1": None}} for g in WEB1_GROUPS})
+    if "laptop-a" in hosts:
+        names["laptop-b"] = hosts["laptop-a"].inventory_vars()
         children["onion_clients"] = {"hosts": {"laptop-a": None}}
+    if "balancer" in hosts:
+        children["frontend"] = {"hosts": {"balancer": None}}
     return {"all": {"vars": common, "hosts": names, "children": children}}
 
 
@@ -273,15 +364,45 @@ def _controller_secrets(work):
     return out
 
 
+def _replace_keys(data, fragment):
+    """The first mapping in data (depth first) that has every key of fragment: those keys replaced."""
+    if isinstance(data, dict):
+        if set(fragment) <= set(data):
+            data.update(fragment)
+            return True
+        return any(_replace_keys(v, fragment) for v in data.values())
+    if isinstance(data, list):
+        return any(_replace_keys(v, fragment) for v in data)
+    return False
+
+
+def _debug_messages(run, width=160):
+    """What the run's debug tasks printed (the guides print what a reader looks at), shortened."""
+    out = []
+    for t in run.tasks:
+        if t.get("action") in ("debug", "ansible.builtin.debug") and t.get("status") == "ok":
+            msg = " ".join(str(t["result"].get("msg", "")).split())
+            out.append("%s: %s" % (t.get("host"), msg[:width] + ("..." if len(msg) > width else "")))
+    return "; ".join(out)
+
+
 def _run_block(block, work, args, rows, problems, hosts):
     """One block: (given), --check, run, second run; False when the blocks after it cannot go on."""
     row = {"guide": block.guide, "block": block.number, "line": block.line, "check": "-", "run": "-",
            "rerun": "-", "seconds": 0.0, "note": ""}
     rows.append(row)
     t0 = time.monotonic()
+    extra_vars = _extra_vars(block.guide)
     try:
         if block.skip:
             row["note"] = "SKIP (%s)" % block.skip
+            return True
+        if block.after:
+            row["note"] = "after #%d" % block.after[0]
+        if block.kind == "torrc":
+            for host in hosts:
+                host.append_torrc(block.torrc_lines())
+            row["note"] = "appended to torrc, tor restarted: %s" % "; ".join(block.torrc_lines())
             return True
         if block.kind == "other":
             row["note"] = "cannot run: neither a play, tasks, a vars file nor role vars"
@@ -294,8 +415,20 @@ def _run_block(block, work, args, rows, problems, hosts):
             target.write_text(block.text)
             row["note"] = "written to the inventory: %s" % block.file_path
             return True
-        text = block.playbook_text()
-        name = "block-%d" % block.number
+        if block.kind == "fragment":
+            target = work / "inventory" / block.file_path
+            data = yaml.safe_load(target.read_text())
+            fragment = yaml.safe_load(block.text)
+            if not _replace_keys(data, fragment):
+                problems.append("%s: no mapping in %s has the keys %s" % (block.label, block.file_path, sorted(fragment)))
+                return False
+            target.write_text(yaml.safe_dump(data, default_flow_style=False, sort_keys=False))
+            play = [b for b in BLOCKS if b.guide == block.guide and b.number == block.fragment[1]][0]
+            text, name = play.playbook_text(), "block-%d" % play.number
+            row["note"] = "%s in %s, then %s" % ("/".join(sorted(fragment)), block.file_path, play.label)
+        else:
+            text = block.playbook_text()
+            name = "block-%d" % block.number
         for given in block.given:
             if given == "a fresh host":
                 for host in hosts:
@@ -304,21 +437,32 @@ def _run_block(block, work, args, rows, problems, hosts):
                 setup = [b for b in BLOCKS if b.label == given]
                 assert setup, "%s: given %s: no such block" % (block.label, given)
                 run = run_playbook(setup[0].playbook_text(), work, "given-%d" % block.number,
-                                   extra_vars=READER_VARS, extra_args=args, extra_env=_ENV)
+                                   extra_vars=extra_vars, extra_args=args, extra_env=_ENV)
                 if run.rc != 0:
                     problems.append(_failure(given, "(given for %s)" % block.label, run))
                     return False
             row["note"] = (row["note"] + "; " if row["note"] else "") + "given " + given
-        check = run_playbook(text, work, name, check=True, extra_vars=READER_VARS, extra_args=args, extra_env=_ENV)
-        row["check"] = _status(check)
-        if check.rc != 0:
-            problems.append(_failure(block.label, "--check", check))
-        first = run_playbook(text, work, name, extra_vars=READER_VARS, extra_args=args, extra_env=_ENV)
+        def check_mode():
+            check = run_playbook(text, work, name, check=True, extra_vars=extra_vars, extra_args=args,
+                                 extra_env=_ENV)
+            row["check"] = _status(check)
+            if check.rc != 0:
+                problems.append(_failure(block.label, "--check", check))
+        if not block.check_after_run:
+            check_mode()
+        first = run_playbook(text, work, name, extra_vars=extra_vars, extra_args=args, extra_env=_ENV)
         row["run"] = _status(first)
+        if block.check_after_run and first.rc == 0:
+            check_mode()
+            row["note"] = (row["note"] + "; " if row["note"] else "") + "--check after the run (%s)" % (
+                block.check_after_run)
+        said = _debug_messages(first)
+        if said:
+            row["note"] = (row["note"] + "; " if row["note"] else "") + "said: " + said
         if first.rc != 0:
             problems.append(_failure(block.label, "run", first))
             return False  # the blocks after it build on it
-        second = run_playbook(text, work, name, extra_vars=READER_VARS, extra_args=args, extra_env=_ENV)
+        second = run_playbook(text, work, name, extra_vars=extra_vars, extra_args=args, extra_env=_ENV)
         changed = sum(s.get("changed", 0) for s in second.stats.values())
         row["rerun"] = "changed=%d" % changed if second.rc == 0 else _status(second)
         if block.changes_every_run:
@@ -333,69 +477,103 @@ def _run_block(block, work, args, rows, problems, hosts):
         row["seconds"] = time.monotonic() - t0
 
 
-def _run_guide(guide, hosts, work, password):
-    """(rows, problems) of one guide on its hosts; never raises."""
+def _run_guide(guide, named_hosts, work, password):
+    """(rows, problems) of one guide on its hosts ({inventory name: Host}); never raises."""
     rows, problems = [], []
     inventory_dir = work / "inventory"
     inventory_dir.mkdir(parents=True)
-    (inventory_dir / "hosts.yml").write_text(yaml.safe_dump(_inventory(hosts, password, _bed_vars(guide)),
+    (inventory_dir / "hosts.yml").write_text(yaml.safe_dump(_inventory(named_hosts, password, _bed_vars(guide)),
                                                                 default_flow_style=False))
-    names = ["web1", "laptop-a"][:len(hosts)]
+    names = list(named_hosts)
+    hosts = list(named_hosts.values())
     args = ["-i", str(inventory_dir)]
+    locks = [_PORT_LOCKS[p] for p in _fixed_ports(guide)]
+    for lock in locks:
+        lock.acquire()
     try:
-        for block in [b for b in BLOCKS if b.guide == guide]:
+        for block in run_order([b for b in BLOCKS if b.guide == guide]):
             if not _run_block(block, work, args, rows, problems, hosts):
                 break
         problems += _controller_secrets(work)
     except Exception:  # a harness failure: report it with the guide
         problems.append("%s: %s" % (guide, traceback.format_exc()))
     finally:
-        if hosts and rows:
-            try:
-                try:
-                    services = _services(work / ".restore", inventory_dir, names)
-                finally:
-                    removed = []
-                    for host in hosts:
-                        removed += host.restore()
-                rows[-1]["note"] = (rows[-1]["note"] + "; " if rows[-1]["note"] else "") + \
-                    "restored: services %s, removed %s" % (services or "none", removed or "nothing")
-                left = _services(work / ".after", inventory_dir, names)
-                if left:
-                    problems.append("%s: the host did not come back clean: tor still runs %s" % (guide, left))
-            except Exception:
-                problems.append("%s: restoring the host: %s" % (guide, traceback.format_exc()))
+        try:
+            _restore_guide(guide, hosts, names, rows, problems, work, inventory_dir)
+        finally:
+            for lock in reversed(locks):
+                lock.release()
     return rows, problems
 
 
-@pytest.fixture(scope="module")
-def doc_results(stockbed, request, tmp_path_factory):
-    """Runs every guide, in parallel, each on hosts of its own; {guide: problems}; prints the table."""
-    needed = {g: _hosts_needed(g) for g in GUIDES}
-    total = sum(needed.values())
-    extra = None
-    for attempt in (1, 2) if total > 1 else ():
-        # several containers booting at once on a loaded machine: a longer wait, and one retry
-        # (up() tears down what it started when it fails)
-        extra = hb.HostBed(n=total - 1, name_prefix="docs", stock=True, boot_timeout=300.0)
+def _restore_guide(guide, hosts, names, rows, problems, work, inventory_dir):
+    """The guide's hosts put back (Host.restore); what was removed noted in its last row."""
+    if not (hosts and rows):
+        return
+    try:
         try:
-            extra.up()
+            services = _services(work / ".restore", inventory_dir, names)
+        finally:
+            removed = []
+            for host in hosts:
+                removed += host.restore()
+        rows[-1]["note"] = (rows[-1]["note"] + "; " if rows[-1]["note"] else "") + \
+            "restored: services %s, removed %s" % (services or "none", removed or "nothing")
+        left = _services(work / ".after", inventory_dir, names)
+        if left:
+            problems.append("%s: the host did not come back clean: tor still runs %s" % (guide, left))
+    except Exception:
+        problems.append("%s: restoring the host: %s" % (guide, traceback.format_exc()))
+
+
+@pytest.fixture(scope="module")
+def docs_bed(privnet):
+    """Stock hosts for every guide, joined to the private network, with the bed's apt repository."""
+    if os.geteuid() != 0:
+        pytest.skip("the bed needs root (systemd-nspawn)")
+    hb.ensure_packages()
+    total = sum(len(_host_names(g)) for g in GUIDES)
+    if not total:
+        yield None
+        return
+    for attempt in (1, 2):
+        # many containers booting at once on a loaded machine: a longer wait, and one retry
+        # (up() tears down what it started when it fails)
+        bed = hb.HostBed(n=total, name_prefix="docs", stock=True, boot_timeout=300.0,
+                         privnet_join_lines=privnet.join_torrc_lines(), apt_packages=DOCS_APT_PACKAGES)
+        try:
+            bed.up()
             break
         except RuntimeError:
             if attempt == 2:
                 raise
-    pool = [Host(stockbed, stockbed.hosts[0])] + ([Host(extra, h) for h in extra.hosts] if extra else [])
+    try:
+        yield bed
+    finally:
+        bed.down()
+
+
+@pytest.fixture(scope="module")
+def doc_results(docs_bed, request, tmp_path_factory):
+    """Runs every guide, in parallel, each on hosts of its own; {guide: problems}; prints the table."""
+    pool = [Host(docs_bed, h) for h in docs_bed.hosts] if docs_bed else []
+    for guide in GUIDES:
+        for port in _fixed_ports(guide):
+            _PORT_LOCKS.setdefault(port, threading.Lock())
     password = secrets.token_urlsafe(18)
     t0 = time.monotonic()
-    results, rows = {}, {}
+    results, rows, boot = {}, {}, {}
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=WORKERS) as ex:
             list(ex.map(lambda host: host.prepare(password), pool))
+            boot = {h.h["name"]: h.bootstrap for h in pool}
             futures, i = {}, 0
             for guide in GUIDES:
-                hosts, i = pool[i:i + needed[guide]], i + needed[guide]
+                names = _host_names(guide)
+                named = dict(zip(names, pool[i:i + len(names)]))
+                i += len(names)
                 work = tmp_path_factory.mktemp(guide.replace("/", "-"))
-                futures[guide] = ex.submit(_run_guide, guide, hosts, work, password)
+                futures[guide] = ex.submit(_run_guide, guide, named, work, password)
             for guide in GUIDES:
                 try:
                     rows[guide], results[guide] = futures[guide].result()
@@ -405,15 +583,16 @@ def doc_results(stockbed, request, tmp_path_factory):
     finally:
         for host in pool:
             host.unprepare()
-        if extra is not None:
-            extra.down()
-        _print_table(request, [r for g in GUIDES for r in rows.get(g, [])], time.monotonic() - t0)
+        _print_table(request, [r for g in GUIDES for r in rows.get(g, [])], time.monotonic() - t0, boot)
 
 
-def _print_table(request, rows, seconds):
-    lines = ["", "docs run as printed on stock hosts (check: --check first; run; rerun: a second run's changed "
-             "count); %.0f s in all, %d guides in parallel" % (seconds, WORKERS),
-             "%-30s %-4s %-5s %-9s %-9s %-9s %7s  %s" % ("guide", "blk", "line", "check", "run", "rerun",
+def _print_table(request, rows, seconds, boot=None):
+    skipped = [r for r in rows if r["note"].startswith("SKIP")]
+    lines = ["", "docs run as printed on stock hosts joined to the private network (check: --check first; run; "
+             "rerun: a second run's changed count); %.0f s in all, %d guides in parallel; %d blocks, %d skipped"
+             % (seconds, WORKERS, len(rows), len(skipped))]
+    lines += ["  %s bootstrapped after %s" % kv for kv in sorted((boot or {}).items())]
+    lines += ["%-30s %-4s %-5s %-9s %-9s %-9s %7s  %s" % ("guide", "blk", "line", "check", "run", "rerun",
                                                         "seconds", "note")]
     for r in rows:
         lines.append("%-30s %-4s %-5s %-9s %-9s %-9s %7.1f  %s" % (
@@ -468,6 +647,28 @@ def test_doc_blocks_wrapping_rule(tmp_path):
     assert blocks[3].role == "onion_service" and yaml.safe_load(blocks[3].playbook_text())[0]["roles"] == [
         {"role": "onionlab.tor.onion_service", "vars": {"onion_services": [], "onion_service_prune": True}}]
     assert blocks[4].skip == "a fragment" and blocks[4].playbook_text() is None
+    more = tmp_path / "guide_z.rst"
+    more.write_text("\n".join([
+        ".. code-block:: text", "", "    not run, not a block", "",
+        ".. onionlab-doc-test: torrc lines", "", ".. code-block:: text", "", "    MetricsPort 127.0.0.1:9035",
+        "    MetricsPortPolicy accept 127.0.0.1", "",
+        ".. onionlab-doc-test: after #4 (needs what #4 makes)", "",
+        ".. code-block:: yaml", "", "    - name: B", "      hosts: all", "      tasks: []", "",
+        ".. code-block:: yaml", "", "    # host_vars/web1.yml", "    onion_services:", "      - name: a",
+        "        clients: [{name: x}]", "",
+        ".. code-block:: yaml", "", "    - name: D", "      hosts: all", "      tasks: []", "",
+        ".. onionlab-doc-test: fragment of host_vars/web1.yml, then #4", "",
+        ".. code-block:: yaml", "", "    clients:", "      - name: y", ""]))
+    blocks = db.rst_blocks(more)
+    assert [b.kind for b in blocks] == ["torrc", "play", "file", "play", "fragment"]
+    assert blocks[0].torrc_lines() == ["MetricsPort 127.0.0.1:9035", "MetricsPortPolicy accept 127.0.0.1"]
+    assert [b.number for b in db.run_order(blocks)] == [1, 3, 4, 2, 5]
+    assert blocks[4].fragment == ("host_vars/web1.yml", 4) and blocks[4].file_path == "host_vars/web1.yml"
+    assert db.Block("x.rst", "x", 1, 1, "yaml", "- hosts: all\n", None,
+                    ["check after the first run (why)"]).check_after_run == "why"
+    data = yaml.safe_load(blocks[2].text)
+    assert _replace_keys(data, yaml.safe_load(blocks[4].text))
+    assert data == {"onion_services": [{"name": "a", "clients": [{"name": "y"}]}]}
     bad = tmp_path / "guide_y.rst"
     bad.write_text(".. onionlab-doc-test: skipp (typo)\n\n.. code-block:: yaml\n\n    a: 1\n")
     with pytest.raises(ValueError, match="unknown mark"):
@@ -478,4 +679,11 @@ def test_every_doc_block_can_run_or_is_marked():
     """Before any host: every block of the docs is a play, tasks, a vars file or role vars, or marked skip."""
     cannot = ["%s (%s line %d)" % (b.label, b.source, b.line) for b in BLOCKS if b.kind == "other" and not b.skip]
     assert not cannot, "neither a play, tasks, a vars file nor role vars; fix or mark skip: %s" % cannot
-    assert [b.label for b in BLOCKS if b.skip], "no skips at all: check that the marks are read"
+    # the blocks left unrun are exactly those no host here could run (each says why in its mark)
+    assert {b.label for b in BLOCKS if b.skip} == NO_HOST_HERE
+    for guide in GUIDES:
+        run_order([b for b in BLOCKS if b.guide == guide])  # every 'after #N' names a block of its guide
+    for b in BLOCKS:
+        if b.kind == "fragment":
+            assert [x for x in BLOCKS if x.guide == b.guide and x.number == b.fragment[1] and x.kind == "play"], b
+            assert [x for x in BLOCKS if x.guide == b.guide and x.number < b.number and x.file_path == b.file_path]
