@@ -7,8 +7,8 @@ pip fails with 'Temporary failure in name resolution', by design: nothing a host
 address). This machine can: ``wheelhouse()`` runs ``pip wheel onionprobe==1.4.1`` once (stem 1.8.2 comes as
 an sdist: built here into a wheel, so the host needs no setuptools) into ``~/.cache/onionlab/wheels-...``
 (an flock, a completion marker), and the test gives it to a host (``give(root)``: copied into its tree at
-``/srv/onionlab-wheels``), where the onionprobe role installs with
-``onionprobe_pip_extra_args: --no-index --find-links /srv/onionlab-wheels``: the role's PyPI way, offline.
+``/srv/onionlab-wheels``), where the onionprobe role installs with ``onionprobe_pip_environment:
+{PIP_NO_INDEX: '1', PIP_FIND_LINKS: /srv/onionlab-wheels}``: the role's PyPI way, offline.
 The wheels are for this machine's Python, which is the hosts' (the bed's release is this machine's).
 """
 
