@@ -140,10 +140,9 @@ def with_pow_default(entries):
 
 # -- keys ---------------------------------------------------------------------------------------------------
 def host_key(path):
-    """The raw bytes of a service directory's secret key file, or None."""
+    """The raw bytes of a service directory's secret key file (a regular file, never through a link), or None."""
     try:
-        with open(os.path.join(path, KEY_FILE), "rb") as handle:
-            return handle.read(4096)
+        return hs.read_regular(os.path.join(path, KEY_FILE), 4096)[0]
     except FileNotFoundError:
         return None
 

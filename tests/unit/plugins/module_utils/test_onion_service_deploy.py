@@ -102,3 +102,17 @@ def test_action_helpers_merge_like_combine_and_redact_keys():
     client = onion.generate_client_keypair()[0]
     text = redacted("refused %s and %s" % (blob, client))
     assert blob.split(":")[1] not in text and client not in text and "<redacted>" in text
+
+
+def test_the_key_sent_back_is_never_read_through_a_link(tmp_path):
+    """tor's user owns the service directory: a link in place of the key file must not make root read (and send
+    to the controller's escrow) a file of its choosing."""
+    import pytest
+    service = tmp_path / "web"
+    service.mkdir()
+    secret = tmp_path / "roots-file"
+    secret.write_bytes(b"not a key of tor's")
+    os.symlink(str(secret), str(service / deploy.KEY_FILE))
+    with pytest.raises(OSError):
+        deploy.host_key(str(service))
+    assert deploy.host_key(str(tmp_path / "none")) is None
