@@ -393,7 +393,8 @@ class _Host:
                                'ansible_become_password': self.password,
                                'onionbalance_service_manager': 'none'}, **role_vars),
                  'tasks': list(pre_tasks) + [include]}]
-        return run_playbook(book, tmp_path, extra_args=['-i', str(self.bed.inventory_path)] + (['-vvv'] if verbose else []),
+        args = ['-i', str(self.bed.inventory_path)] + (['-vvv'] if verbose else [])
+        return run_playbook(book, tmp_path, extra_args=args,
                             extra_env={'ANSIBLE_REMOTE_TEMP': '/tmp/.ansible-%s' % OPERATOR},
                             bin_dir=_core_bin(core), timeout=600)
 
@@ -474,10 +475,6 @@ class _ModeWatch(threading.Thread):
         self.join()
 
 
-def _new_key():
-    return ob.new_expanded_key()
-
-
 @pytest.mark.parametrize('core', sorted(CORES))
 def test_frontend_key_never_printed_over_ssh(obhost, tmp_path, core):
     """A2: the role's frontend_key step over ssh at -vvv, as a user who becomes root: a new key made on the host
@@ -489,7 +486,7 @@ def test_frontend_key_never_printed_over_ssh(obhost, tmp_path, core):
     file at -vvv, and fetch wrote the copy 0644 until a later task's chmod."""
     host, tag = obhost, core.replace('.', '')
     escrow = tmp_path / 'escrow'
-    vault = _new_key()
+    vault = ob.new_expanded_key()
     new_name, vault_name = 'new%s' % tag, 'vault%s' % tag
     new_file = '/etc/onionbalance/private_keys/%s.key' % new_name
     host.ssh("rm -f %s /etc/onionbalance/private_keys/%s.key" % (new_file, vault_name))
@@ -563,7 +560,7 @@ def test_frontend_key_checked_before_it_is_written(obhost, tmp_path):
     said), and without hostname nothing was checked at all (K2 installed, the escrow's hostname rewritten)."""
     host = obhost
     escrow = tmp_path / 'escrow'
-    k1, k2, k3 = _new_key(), _new_key(), _new_key()
+    k1, k2, k3 = ob.new_expanded_key(), ob.new_expanded_key(), ob.new_expanded_key()
     key_file = '/etc/onionbalance/private_keys/a4.key'
     role_vars = {'onionbalance_backup_dir': str(escrow), 'onionbalance_name': 'a4'}
     host.put_key(key_file, k1)
@@ -607,8 +604,8 @@ def test_config_yaml_names_round_trip(obhost, tmp_path):
                                                          ob.onionkeys.onion_address(b'\x08' * 32)]},
                     tasks_from='main', pre_tasks=pre)
     assert run.rc == 0, run.output[-3000:]
-    read = host.ssh("python3 -c 'import json; from onionbalance.common import util; "
-                    "print(\"CONFIG\", json.dumps(util.read_config_data_from_file(\"/etc/onionbalance/config.yaml\")))'")
+    read = host.ssh("python3 -c 'import json; from onionbalance.common import util; print(\"CONFIG\", "
+                    "json.dumps(util.read_config_data_from_file(\"/etc/onionbalance/config.yaml\")))'")
     config = json.loads([line for line in read.splitlines() if line.startswith('CONFIG ')][0][len('CONFIG '):])
     assert config == {'services': [{'key': key_file, 'instances': [
         {'address': address, 'name': '%s-%s' % (weird_host, weird_service)},
