@@ -147,8 +147,8 @@ def _check(where, check, ports):
         _fail("%s: onionprobe_checks entries must be dicts with %s" % (where, ", ".join(_CHECK_KEYS)))
     unknown = sorted(set(check) - set(_CHECK_KEYS))
     if unknown:
-        _fail("%s: unknown key(s) %s in onionprobe_checks (known: %s)" % (where, ", ".join(unknown),
-                                                                         ", ".join(_CHECK_KEYS)))
+        _fail("%s: unknown key(s) %s in onionprobe_checks (known: %s)"
+              % (where, ", ".join(unknown), ", ".join(_CHECK_KEYS)))
     probe = check.get("probe", True)
     if not isinstance(probe, bool):
         _fail("%s: probe must be true or false" % where)

@@ -62,7 +62,7 @@ def play(tmp_path, inv, check=False, **extra):
 
 
 def config(tmp_path):
-    return yaml.safe_load((tmp_path / 'etc' / 'onionprobe.yaml').read_text())
+    return yaml.safe_load((tmp_path / 'etc' / 'onionlab.yaml').read_text())
 
 
 def test_endpoints_from_the_inventory(tmp_path):
@@ -125,7 +125,7 @@ def test_bad_checks_refused_with_one_message(tmp_path):
         assert run.rc != 0
         assert msg in run.stdout, (msg, run.output)
         assert 'Traceback' not in run.output
-        assert not (tmp_path / 'etc' / 'onionprobe.yaml').exists()
+        assert not (tmp_path / 'etc' / 'onionlab.yaml').exists()
     run = play(tmp_path, inventory(tmp_path), onionprobe_install_method='docker')
     assert run.rc != 0 and 'onionprobe_install_method' in run.stdout and 'docker' in run.stdout, run.output
     run = play(tmp_path, inventory(tmp_path), onionprobe_exporter_port=9051)
