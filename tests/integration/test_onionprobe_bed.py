@@ -1,13 +1,16 @@
 # Copyright (c) 2026, onionlab.tor contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Onion services watched from outside, for real (issue 28): a bed of its own (3 systemd-nspawn hosts joined
-to the private network, Debian's python3-venv and python3-packaging in the bed's local apt repository), one site playbook:
+"""Onion services watched from outside, for real (issue 28): a bed of its own (4 systemd-nspawn hosts joined
+to the private network: probe1-3 of this machine's release, probe4 Debian 13; python3-venv, python3-packaging and
+onionprobe in the bed's local apt repository), one site playbook:
 
 - probe1, probe2 serve a web page each with the onion_service role (probe2 also a service with client
   authorization, whose key the onion_client role gives to probe3); probe3, the monitoring host, gets its tor
   from the tor role and Onionprobe 1.4.1 from the onionprobe role (PyPI's way, from a wheelhouse built on this
-  machine: the hosts cannot reach PyPI, shown first), as a systemd service through that tor. A second run of
-  the playbook changes nothing, and check mode after it neither.
+  machine: the hosts cannot reach PyPI, shown first), as a systemd service through that tor; probe4 the same
+  with Debian 13's onionprobe package (the role's unit written before the package, whose own unit would start a
+  tor of its own; a policy-rc.d there besides, so that no package script starts anything). A second run of the
+  playbook changes nothing, and check mode after it neither.
 - The prometheus role writes the configuration of Debian's Prometheus and Alertmanager (webhook receiver, the
   `for` of OnionServiceUnreachable shortened to 10s); the harness starts both here and stops them by PID.
 - Every service: onion_service_reachable 1 in Prometheus, with host and onion labels. In the same window
@@ -22,10 +25,12 @@ to the private network, Debian's python3-venv and python3-packaging in the bed's
 
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
 import time
+import urllib.request
 
 import pytest
 import yaml
@@ -36,7 +41,7 @@ from harness import prometheus as prom
 from harness.ansible_run import run_playbook
 
 pytestmark = pytest.mark.timeout(1500)
-SERVERS, MONITOR = ('probe1', 'probe2'), 'probe3'
+SERVERS, MONITOR, TRIXIE = ('probe1', 'probe2'), 'probe3', 'probe4'
 ALERT_FOR = '10s'
 REACH_DEADLINE = float(os.environ.get('ONIONLAB_FETCH_DEADLINE', '180'))
 SAMPLES = 10
@@ -90,22 +95,27 @@ class Site(object):
                 'onion_services': services,
                 'onionprobe_checks': {'web': {'paths': [{'path': '/hostname', 'allowed_statuses': [200],
                                                          'pattern': n}]}}}))
-        (self.work / 'host_vars' / ('%s.yml' % MONITOR)).write_text(json.dumps({
-            # the tor role: the bed's ports, the private network's lines, the client keys' directory
-            'tor_control_port': '{{ testbed_tor_control_port }}',
-            'tor_socks_port': '127.0.0.1:{{ testbed_tor_socks_port }} ExtendedErrors',
-            'tor_options': {'Nickname': MONITOR, 'ClientOnionAuthDir': hb.CLIENT_AUTH_DIR},
-            'tor_config_lines': '{{ testbed_privnet_torrc_lines }}',
-            'tor_torrc_takeover': True,
-            'onionprobe_control_port': '{{ testbed_tor_control_port }}',
-            'onionprobe_socks_port': '{{ testbed_tor_socks_port }}',
-            'onionprobe_exporter_port': self.exporter_port,
-            'onionprobe_pip_environment': {'PIP_NO_INDEX': '1', 'PIP_FIND_LINKS': wheels_dir},
-            'onionprobe_hosts': list(SERVERS),
-            'onionprobe_sleep': 3, 'onionprobe_interval': 1, 'onionprobe_randomize': False,
-            'onionprobe_descriptor_timeout': 20, 'onionprobe_descriptor_max_retries': 2,
-            'onionprobe_http_connect_timeout': 20, 'onionprobe_http_read_timeout': 20,
-        }))
+        self.trixie_exporter_port = hosts[TRIXIE]['app_ports'][0]
+        for name in (MONITOR, TRIXIE):
+            (self.work / 'host_vars' / ('%s.yml' % name)).write_text(json.dumps(dict({
+                # the tor role: the bed's ports, the private network's lines, the client keys' directory
+                'tor_control_port': '{{ testbed_tor_control_port }}',
+                'tor_socks_port': '127.0.0.1:{{ testbed_tor_socks_port }} ExtendedErrors',
+                'tor_options': {'Nickname': name, 'ClientOnionAuthDir': hb.CLIENT_AUTH_DIR},
+                'tor_config_lines': '{{ testbed_privnet_torrc_lines }}',
+                'tor_torrc_takeover': True,
+                'onionprobe_control_port': '{{ testbed_tor_control_port }}',
+                'onionprobe_socks_port': '{{ testbed_tor_socks_port }}',
+                'onionprobe_exporter_port': '{{ testbed_app_ports[0] }}',
+                'onionprobe_hosts': list(SERVERS),
+                'onionprobe_sleep': 3, 'onionprobe_interval': 1, 'onionprobe_randomize': False,
+                'onionprobe_descriptor_timeout': 20, 'onionprobe_descriptor_max_retries': 2,
+                'onionprobe_http_connect_timeout': 20, 'onionprobe_http_read_timeout': 20,
+            }, **({
+                # PyPI's way (the release's package is older than 1.4), from the wheelhouse
+                'onionprobe_install_method': 'pip',
+                'onionprobe_pip_environment': {'PIP_NO_INDEX': '1', 'PIP_FIND_LINKS': wheels_dir},
+            } if name == MONITOR else {}))))
         self.timings = {}
 
     def run(self, plays, name, check=False):
@@ -124,7 +134,7 @@ class Site(object):
                           '{{ testbed_app_ports[0] }}'],
                  'creates': '/run/systemd/transient/onionlab-probe-web.service'}}],
              'roles': ['onionlab.tor.onion_service']},
-            {'name': 'monitoring host', 'hosts': MONITOR, 'gather_facts': False,
+            {'name': 'monitoring hosts', 'hosts': '%s,%s' % (MONITOR, TRIXIE), 'gather_facts': False,
              'roles': ['onionlab.tor.tor', 'onionlab.tor.onion_client', 'onionlab.tor.onionprobe']},
         ], name, check=check)
 
@@ -136,10 +146,12 @@ def bed(privnet):
     hb.ensure_packages()
     prom.ensure_prometheus()
     prom.ensure_alertmanager()
-    b = hb.HostBed(n=3, name_prefix='probe', privnet_join_lines=privnet.join_torrc_lines(),
-                   apt_packages=['python3-venv', 'python3-packaging'], boot_timeout=300)
+    # probe1-3 this machine's release (the wheelhouse is for its Python), probe4 Debian 13 (its onionprobe package)
+    b = hb.HostBed(n=4, name_prefix='probe', privnet_join_lines=privnet.join_torrc_lines(),
+                   suites=[hb.host_suite()] * 3 + ['trixie'],
+                   apt_packages=['python3-venv', 'python3-packaging', 'onionprobe'], boot_timeout=300)
     b.up()
-    _say('bed: 3 hosts up in %.1fs (apt repo %s)' % (b.timings['total'], 'built' if b.timings.get('apt_repo_built')
+    _say('bed: 4 hosts up in %.1fs (apt repo %s)' % (b.timings['total'], 'built' if b.timings.get('apt_repo_built')
                                                       else 'cached'))
     try:
         yield b
@@ -162,10 +174,15 @@ def site(bed, tmp_path_factory):
         w for w in os.listdir(wheels) if w.endswith('.whl')))))
     monitor_root = [h for h in bed.hosts if h['name'] == MONITOR][0]['root']
     s = Site(bed, tmp, op.give(monitor_root, wheels))
+    # Belt and braces on the Debian 13 host: no package script starts a service (the role writes its unit before
+    # the package, whose own unit would run Onionprobe's default configuration: a tor of its own, which on this
+    # machine could reach the real network); the role starts Onionprobe itself.
+    _ssh(bed, TRIXIE, "printf '#!/bin/sh\\nexit 101\\n' > /usr/sbin/policy-rc.d && chmod 0755 /usr/sbin/policy-rc.d")
     first = s.site('first run')
     assert first.rc == 0, first.output
     said = [t for t in first.results(host=MONITOR) if t['task'].endswith('What is probed, and what is not (and why)')]
     s.plan = said[0]['result']['msg']
+    s.first = first
     _say('site playbook: first run %.1fs; the role says %s' % (s.timings['first run'], json.dumps(s.plan)))
     yield s
     s.run([{'hosts': MONITOR, 'gather_facts': False, 'tasks': [
@@ -182,6 +199,38 @@ def test_second_run_and_check_mode_change_nothing(site):
     assert all(s['changed'] == 0 for s in checked.stats.values()), checked.output
     _say('second run %.1fs, check mode %.1fs: changed=0 on every host' % (
         site.timings['second run'], site.timings['check mode']))
+
+
+def test_debian_package_on_debian_13(site, bed):
+    """probe4 (Debian 13) gets Debian's onionprobe package (auto), its unit written before the package; it probes
+    both services through probe4's own tor and no other tor runs there."""
+    order = [t['task'].split(' : ')[-1] for t in site.first.results(host=TRIXIE)]
+    assert order.index("Onionprobe's systemd unit") < order.index("Debian's onionprobe package"), order
+    assert site.first.task("onionlab.tor.onionprobe : Debian's onionprobe package", host=TRIXIE)['status'] == 'changed'
+    _rc, out = _ssh(bed, TRIXIE, "dpkg-query -W -f '${Version}\\n' onionprobe; systemctl show -p FragmentPath "
+                    "-p ActiveState onionprobe; grep -E '^[^#]*launch_tor' /etc/onionprobe/onionprobe.yaml "
+                    "|| echo 'package config: no launch_tor line (Onionprobe default: true)'; ps -o user=,args= -C tor")
+    _say('%s: %s' % (TRIXIE, out.strip().replace('\n', ' | ')))
+    assert out.startswith('1.4'), out
+    assert 'FragmentPath=/etc/systemd/system/onionprobe.service' in out and 'ActiveState=active' in out, out
+    assert len([line for line in out.splitlines() if '/usr/bin/tor' in line or line.split()[1:2] == ['tor']]) == 1, out
+    url = 'http://127.0.0.1:%d/metrics' % site.trixie_exporter_port
+    t0 = time.monotonic()
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                page = r.read().decode()
+        except OSError as exc:
+            page = str(exc)
+        up = sorted(m.group(1) for m in re.finditer(r'^onion_service_reachable\{[^}]*name="([^"]+)"[^}]*\} 1\.0$', page,
+                                                      re.M))
+        if up == ['probe1/web:80', 'probe2/web:80']:
+            break
+        assert time.monotonic() - t0 < REACH_DEADLINE, page[-2000:]
+        time.sleep(1)
+    version = re.search(r'onionprobe_version_info\{version="([^"]+)"', page)
+    _say('%s: Debian\'s Onionprobe %s: both services onion_service_reachable 1 after %.1fs'
+         % (TRIXIE, version and version.group(1), time.monotonic() - t0))
 
 
 def test_client_auth_service_is_stated_and_onionprobe_cannot(site, bed):
