@@ -27,6 +27,7 @@ from ansible_collections.onionlab.tor.plugins.filter.onion_service_unknown_varia
 from ansible_collections.onionlab.tor.plugins.lookup.onion_client_key import get_or_create, read_key
 from ansible_collections.onionlab.tor.plugins.module_utils import _onion_service_deploy as deploy
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion, seal
+from ansible_collections.onionlab.tor.plugins.plugin_utils import summary
 from ansible_collections.onionlab.tor.plugins.plugin_utils.escrow import Escrow, name_problem
 
 display = Display()
@@ -74,7 +75,33 @@ class ActionModule(ActionBase):
             result.update(failed=True, msg=exc.msg, changed=False)
         except (AnsibleError, OSError, ValueError, seal.SealError) as exc:
             result.update(failed=True, msg="%s: %s on %s: %s" % (ROLE, type(exc).__name__, host, redacted(exc)))
+        self._summary(args, host, result)
         return result
+
+    def _summary(self, args, host, result):
+        """This host's part of the summary file (plugin_utils/summary.py: merged under a lock, a failed host's
+        entries kept and marked not refreshed) and its line in the run's output (addresses, never a key)."""
+        ok = not result.get("failed") and not result.get("denied")
+        facts = result.get("ansible_facts") or {}
+        present = result.get("present") or []
+        addresses = facts.get("onion_service_addresses") or {}
+        previous = facts.get("onion_service_previous_addresses") or {}
+        if args.get("summary_file") and not self._task.check_mode:
+            # the run's id: the prefix of every task uuid of this ansible-playbook process (its per-run random part)
+            run_id = str(self._task._uuid).rsplit("-", 1)[0]
+            try:
+                summary.merge(args["summary_file"], host, run_id,
+                              summary.entries(host, present, addresses, previous) if ok else None)
+            except (OSError, ValueError) as exc:
+                if ok:
+                    result.update(failed=True, msg="%s: the summary file %s could not be written for %s: %s"
+                                  % (ROLE, args["summary_file"], host, redacted(exc)))
+                else:
+                    result.setdefault("warnings", []).append(
+                        "%s: the summary file %s could not be marked for %s: %s"
+                        % (ROLE, args["summary_file"], host, redacted(exc)))
+        if ok:
+            display.display(summary.lines(host, present, addresses, previous))
 
     # -- the controller's part --------------------------------------------------------------------------------
     def _deploy(self, args, host, task_vars):

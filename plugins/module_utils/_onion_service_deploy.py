@@ -52,6 +52,7 @@ def argument_spec():
         pow_supported=dict(type="bool"),
         tor_binary=dict(type="str", default="tor"),
         known_variables=dict(type="list", elements="str", default=[]),
+        summary_file=dict(type="path"),
         # the host's part, filled in by the action plugin
         entries=dict(type="list", elements="dict", default=[]),
         absent=dict(type="list", elements="dict", default=[],

@@ -108,6 +108,11 @@ options:
     type: list
     elements: str
     default: []
+  summary_file:
+    description: "The role's O(onionlab.tor.onion_service#role:main:onion_service_summary_file), on the controller;
+      this host's entries are merged into it under a lock (a failed host's entries are kept, marked
+      C(refreshed: false)). Unset or empty writes none; nothing is written in check mode."
+    type: path
   entries:
     description: Set by the action plugin (the services for the host, as M(onionlab.tor.tor_hidden_service)'s
       O(onionlab.tor.tor_hidden_service#module:services) without keys); what a task gives is replaced.
