@@ -6,8 +6,8 @@
 A private network (voting interval --voting-interval, 60 s by default: its time period is 24 voting rounds, 24
 minutes, so no new period hands the services a new upload inside a fault's window) and two more tors, each with
 one persistent onion service in front of the same local web server: "watched" (the watchdog runs against it every
---interval seconds, confirm_checks 1, its restart command restarts that tor) and "alone" (no watchdog, the
-control). A prober fetches both services every --probe seconds through the network's client, which is told
+--interval seconds, confirm_checks 1, its restart command restarts that tor) and "alone" (the control: the same
+checks in report-only mode, which repair nothing, so that its state is known too). A prober fetches both services every --probe seconds through the network's client, which is told
 NEWNYM first (it forgets descriptors, as a fresh client). For each fault, in turn:
 
   hsdirs    every HSDir of the network (authorities and relays) restarted one after the other, their descriptor
@@ -105,15 +105,15 @@ class Campaign(object):
                     self.note("fetch", service=name, ok=False, why=str(exc)[:80])
             self.stop.wait(self.args.probe)
 
-    def dog(self, config, restart):
+    def dog(self, config, restart, name):
         from ansible_collections.onionlab.tor.plugins.module_utils._tor import watchdog
         while not self.stop.is_set():
             w = watchdog.Watchdog(config, restart=restart, out=open(os.devnull, "w"))
             w.run()
             for line in w.lines:
-                self.note("watchdog", line=line)
+                self.note("watchdog", line="[%s] %s" % (name, line))
             if not w.lines:
-                self.note("watchdog", line="state=healthy (silent)")
+                self.note("watchdog", line="[%s] state=healthy (silent)" % name)
             self.stop.wait(self.args.interval)
 
     def uploads(self, node, name):
@@ -146,7 +146,8 @@ class Campaign(object):
                          "uploads": [round(t, 1) for t, what, f in events if what == "uploaded" and f["service"] == name]}
         lines = [(round(t, 1), f["line"]) for t, what, f in events if what == "watchdog"]
         out["watchdog"] = lines
-        out["repairs"] = [l for l in lines if " action=" in l[1] and " action=none" not in l[1]]
+        out["repairs"] = [l for l in lines if l[1].startswith("[watched]") and " action=" in l[1]
+                          and " action=none" not in l[1]]
         return out
 
 
@@ -196,8 +197,12 @@ def main():
             restart_node(watched)
             return True, "restarted by the campaign"
 
+        alone = tors["alone"]
+        control = {"control_port": alone.control_port, "cookie_path": alone.cookie_path, "report_only": True,
+                   "state_file": str(work / "alone.json"), "metrics_file": str(work / "alone.prom")}
         threads = [threading.Thread(target=campaign.prober, args=(net, targets), daemon=True),
-                   threading.Thread(target=campaign.dog, args=(config, restart), daemon=True)]
+                   threading.Thread(target=campaign.dog, args=(config, restart, "watched"), daemon=True),
+                   threading.Thread(target=campaign.dog, args=(control, None, "alone, report only"), daemon=True)]
         threads += [threading.Thread(target=campaign.uploads, args=(node, name), daemon=True)
                     for name, node in tors.items()]
         for thread in threads:

@@ -75,7 +75,7 @@ def signed_with_key(cert_b64):
     if len(raw) < 40 or raw[0] != 1:
         return None
     position, count = 40, raw[39]
-    for _ in range(count):
+    for dummy in range(count):
         if position + 4 > len(raw):
             return None
         length, kind = int.from_bytes(raw[position:position + 2], "big"), raw[position + 2]

@@ -132,7 +132,7 @@ def read_authorized_clients(path):
             except OSError:
                 continue
             text = data.decode("utf-8", "replace").strip()
-            key = text.split(":")[-1] if text.startswith("descriptor:x25519:") else None
+            key = text.rsplit(":", maxsplit=1)[-1] if text.startswith("descriptor:x25519:") else None
             clients.append({"name": name[:-5], "public_key": key})
         return clients
     except OSError:

@@ -110,7 +110,7 @@ class Watchdog(object):
 
     def _run_restart(self):
         proc = subprocess.run(self.config["restart_command"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              universal_newlines=True, timeout=120)
+                              universal_newlines=True, timeout=120, check=False)
         return proc.returncode == 0, (proc.stdout or "").strip()[-200:]
 
     def say(self, **fields):
