@@ -184,7 +184,11 @@ def _normalized(entries):
     """The module's canonical services and their authorized clients, checked before anything is written."""
     desired, clients = [], {}
     for entry in entries:
-        service = hs.normalize_service(dict((k, entry.get(k)) for k in list(SERVICE_OPTIONS) + ["path"]))
+        try:
+            service = hs.normalize_service(dict((k, entry.get(k)) for k in list(SERVICE_OPTIONS) + ["path"]))
+        except hs.ServiceConfigError as exc:   # which service: the directory's name (the service's, .k<N> a key)
+            raise hs.ServiceConfigError("service %s (%s): %s" % (os.path.basename(str(entry.get("path"))),
+                                                                 entry.get("path"), exc))
         if not service["ports"]:
             raise sm.ServiceError("the service %s needs at least one entry in ports" % service["path"])
         desired.append(service)

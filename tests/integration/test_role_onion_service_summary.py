@@ -101,3 +101,16 @@ def test_strategy_free_rerun_changes_nothing_and_the_addresses_are_printed(tor, 
                 for text in (base64.b64encode(expanded).decode(), onion.key_blob(expanded).split(":")[1]):
                     assert text not in again.output and text not in first.output
         assert "ED25519-V3" not in again.output + first.output
+
+
+def test_a_refused_port_names_its_service(tor, tmp_path):
+    """Issue 31 item 4a: "port must be a port number between 1 and 65535, got '80/tcp'" said which value but not
+    which service."""
+    from harness.ansible_run import onion_service_play
+    (tmp_path / "svc").mkdir(mode=0o700)
+    services = [{"name": "web", "ports": [80]}, {"name": "blog", "ports": [{"port": "80/tcp", "target_port": 8080}]}]
+    run = run_playbook(onion_service_play(tor.control_port, tmp_path, services), tmp_path)
+    line = [l for l in run.output.splitlines() if "port number between" in l and "fatal:" in l][0]
+    print(line)
+    assert run.rc != 0 and "service blog (%s): port must be a port number" % (tmp_path / "svc" / "blog") in line
+    assert not (tmp_path / "svc" / "web").exists()
