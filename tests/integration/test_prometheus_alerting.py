@@ -6,7 +6,7 @@ configuration, on the controller (ansible-playbook; Debian's promtool and amtool
 - the Onionprobe job scrapes each monitoring host's exporter (label prober) and relabels host and onion from
   Onionprobe's endpoint name and address; Prometheus sends alerts to Alertmanager;
 - without a receiver (the default) no Alertmanager is configured or named;
-- `promtool check rules` finds the 10 rules of one file; `promtool test rules` fires each Onionprobe alert on
+- `promtool check rules` finds the 13 rules of one file; `promtool test rules` fires each Onionprobe alert on
   synthetic series after the `for` given by the role's variables, with the labels an operator needs;
 - Alertmanager's configuration for a webhook and for email passes `amtool check-config`; a receiver without its
   options is refused with one message before anything is written; a second run changes nothing.
@@ -44,7 +44,7 @@ def test_onionprobe_job_rules_and_alertmanager(tmp_path):
     rc, out = prom.promtool('check', 'config', str(etc / 'prometheus.yml'))
     assert rc == 0, out
     rc, out = prom.promtool('check', 'rules', str(etc / 'onionlab_tor_rules.yml'))
-    assert rc == 0 and 'SUCCESS: 10 rules found' in out, out
+    assert rc == 0 and 'SUCCESS: 13 rules found' in out, out
     conf = yaml.safe_load((etc / 'prometheus.yml').read_text())
     assert conf['alerting'] == {'alertmanagers': [{'static_configs': [{'targets': ['127.0.0.1:9093']}]}]}
     job = [j for j in conf['scrape_configs'] if j['job_name'] == 'onionprobe'][0]
@@ -52,8 +52,6 @@ def test_onionprobe_job_rules_and_alertmanager(tmp_path):
                                      {'targets': ['[fd00::9]:9935'], 'labels': {'prober': 'monitor2'}}]
     assert [(r['source_labels'], r['target_label']) for r in job['metric_relabel_configs']] == [
         (['name'], 'host'), (['address'], 'onion')]
-    text = (etc / 'prometheus.yml').read_text() + (etc / 'onionlab_tor_rules.yml').read_text()
-    assert text.count('onionlab watchdog (issue 27)') == 2
     am = yaml.safe_load((etc / 'alertmanager.yml').read_text())
     assert am['receivers'] == [{'name': 'onionlab', 'webhook_configs': [
         {'url': 'http://127.0.0.1:5001/hook', 'send_resolved': True}]}]
@@ -156,6 +154,59 @@ def test_onionprobe_alerts_fire(tmp_path):
                     'warning', '%s: its HTTPS certificate is not valid' % who, protocol='http', port='80', path='/')},
                 {'eval_time': '3m', 'alertname': 'OnionServiceCertificateExpiring', 'exp_alerts': alert(
                     'warning', '%s: its HTTPS certificate expires in 6d 0h 0m 0s' % who, port='443')},
+            ],
+        }],
+    }))
+    rc, out = prom.promtool('test', 'rules', str(tests))
+    assert rc == 0 and 'SUCCESS' in out, out
+
+
+def test_watchdog_job_and_alerts_fire(tmp_path):
+    """The onion watchdog's node_exporter job (one target per watchdog host, label host) and its three rules:
+    unhealthy from the network for its `for`, repairs that did not help, a watchdog that stopped running."""
+    inventory_extra = {'prometheus_watchdog_hosts': ['web1'], 'prometheus_alert_watchdog_unhealthy_for': '3m',
+                       'prometheus_alert_watchdog_repairs_window': '10m', 'prometheus_alert_watchdog_stale_seconds': 300}
+    etc, run = role(tmp_path, **inventory_extra)
+    assert run.rc == 0, run.output
+    rc, out = prom.promtool('check', 'config', str(etc / 'prometheus.yml'))
+    assert rc == 0, out
+    conf = yaml.safe_load((etc / 'prometheus.yml').read_text())
+    job = [j for j in conf['scrape_configs'] if j['job_name'] == 'onionlab_watchdog'][0]
+    assert job['static_configs'] == [{'targets': ['10.0.0.5:9100'], 'labels': {'host': 'web1'}}]
+    onion = 'b' * 56
+    lab = 'job="onionlab_watchdog",host="web1",instance="10.0.0.5:9100"'
+    want = {'job': 'onionlab_watchdog', 'host': 'web1', 'instance': '10.0.0.5:9100', 'onion': onion}
+    tests = tmp_path / 'watchdog_rules_test.yml'
+    tests.write_text(json.dumps({
+        'rule_files': [str(etc / 'onionlab_tor_rules.yml')],
+        'evaluation_interval': '1m',
+        'tests': [{
+            'interval': '1m',
+            'input_series': [
+                {'series': 'onionlab_watchdog_healthy{%s,onion="%s"}' % (lab, onion), 'values': '1 1 0x10'},
+                {'series': 'onionlab_watchdog_healthy{%s,onion="%s"}' % (lab, 'c' * 56), 'values': '1x12'},
+                {'series': 'onionlab_watchdog_repairs_total{%s,onion="%s",step="repost"}' % (lab, onion),
+                 'values': '0 0 0 1 1 1 2 2 2 2 2 2'},
+                {'series': 'onionlab_watchdog_last_run_timestamp_seconds{%s}' % lab,
+                 'values': '0 60 120 180 240 300 300 300 300 300 300 300'},
+            ],
+            'alert_rule_test': [
+                {'eval_time': '4m', 'alertname': 'OnionServiceUnhealthyFromNetwork', 'exp_alerts': []},
+                {'eval_time': '5m', 'alertname': 'OnionServiceUnhealthyFromNetwork', 'exp_alerts': [{
+                    'exp_labels': dict(want, severity='critical'),
+                    'exp_annotations': {'summary': '%s.onion on web1: its HSDirs do not serve its current descriptor, '
+                                                   'clients cannot find it (journalctl -u onionlab-watchdog on the host '
+                                                   'says what was tried)' % onion}}]},
+                {'eval_time': '4m', 'alertname': 'OnionWatchdogRepairsNotHelping', 'exp_alerts': [{
+                    'exp_labels': {'severity': 'critical', 'host': 'web1', 'onion': onion},
+                    'exp_annotations': {'summary': "%s.onion on web1: the watchdog's repairs did not bring it back; a "
+                                                   "person is needed" % onion}}]},
+                {'eval_time': '9m', 'alertname': 'OnionWatchdogStale', 'exp_alerts': []},
+                {'eval_time': '11m', 'alertname': 'OnionWatchdogStale', 'exp_alerts': [{
+                    'exp_labels': {'severity': 'warning', 'job': 'onionlab_watchdog', 'host': 'web1',
+                                   'instance': '10.0.0.5:9100'},
+                    'exp_annotations': {'summary': 'the onion watchdog on web1 has not run for 6m 0s (systemctl '
+                                                   'status onionlab-watchdog.timer)'}}]},
             ],
         }],
     }))

@@ -253,7 +253,7 @@ def metrics_text(state):
     services = sorted(state["services"].items())
 
     def label(address, **extra):
-        pairs = [("onion", address)] + sorted(extra.items())
+        pairs = [("onion", address[:-len(".onion")] if address.endswith(".onion") else address)] + sorted(extra.items())
         return "{" + ",".join('%s="%s"' % (k, v) for k, v in pairs) + "}"
 
     family("onionlab_watchdog_tor_up", "gauge", "Whether tor answered on its control port at the last run.",
