@@ -24,8 +24,9 @@ SocksPort, since the hosts share this machine's network) is in tor's defaults fi
 be read), so the guides' tors bootstrap, hold a consensus and publish descriptors. Their apt reads
 the bed's local repository (``hosts.AptRepo``) of the packages the guides install
 (``DOCS_APT_PACKAGES``); nothing else is installable. ``prepare`` waits until each host's tor has
-bootstrapped (it prints the phase it saw). Ansible reaches them over ssh as an
-ordinary user, ``onionlab-operator``, who becomes root with ``su`` (the root password is set for the
+bootstrapped (it prints the phase it saw). The guides' web server "on 127.0.0.1:8080 of each host" is
+one small server started here (``GUIDE_BACKEND``; the hosts share the network), when the port is free.
+Ansible reaches them over ssh as an ordinary user, ``onionlab-operator``, who becomes root with ``su`` (the root password is set for the
 run): a play that needs root and lacks ``become: true`` fails as it would for a reader. Values a
 guide leaves to the reader are extra vars of every run, here, visibly (``READER_VARS``); the
 inventory of a guide that runs the tor role sets ``tor_control_port: 0`` (``BED_ROLE_VARS``: the role's
@@ -55,6 +56,7 @@ table (guide, block, check, run, rerun changed, seconds) is printed at the end.
 import base64
 import concurrent.futures
 import hashlib
+import http.server
 import json
 import os
 import re
@@ -526,6 +528,35 @@ def _restore_guide(guide, hosts, names, rows, problems, work, inventory_dir):
         problems.append("%s: restoring the host: %s" % (guide, traceback.format_exc()))
 
 
+# "a web server that listens on 127.0.0.1:8080 of each host" (the guides): the hosts share this
+# machine's network, so one small server here is every host's backend, when the port is free.
+GUIDE_BACKEND = ("127.0.0.1", 8080)
+
+
+class _BackendHandler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = b"the guides' web server on 127.0.0.1:8080\n"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def _guide_backend():
+    """(server or None, what the table says about it)."""
+    try:
+        server = http.server.ThreadingHTTPServer(GUIDE_BACKEND, _BackendHandler)
+    except OSError as exc:
+        return None, "no web server on %s:%d (%s)" % (GUIDE_BACKEND + (exc,))
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, "the guides' web server answers on %s:%d" % GUIDE_BACKEND
+
+
 @pytest.fixture(scope="module")
 def docs_bed(privnet):
     """Stock hosts for every guide, joined to the private network, with the bed's apt repository."""
@@ -563,6 +594,7 @@ def doc_results(docs_bed, request, tmp_path_factory):
     password = secrets.token_urlsafe(18)
     t0 = time.monotonic()
     results, rows, boot = {}, {}, {}
+    backend, backend_note = _guide_backend()
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=WORKERS) as ex:
             list(ex.map(lambda host: host.prepare(password), pool))
@@ -581,17 +613,22 @@ def doc_results(docs_bed, request, tmp_path_factory):
                     rows[guide], results[guide] = [], ["%s: %s" % (guide, traceback.format_exc())]
         yield results
     finally:
+        if backend is not None:
+            backend.shutdown()
+            backend.server_close()
         for host in pool:
             host.unprepare()
-        _print_table(request, [r for g in GUIDES for r in rows.get(g, [])], time.monotonic() - t0, boot)
+        _print_table(request, [r for g in GUIDES for r in rows.get(g, [])], time.monotonic() - t0, boot,
+                     backend_note)
 
 
-def _print_table(request, rows, seconds, boot=None):
+def _print_table(request, rows, seconds, boot=None, backend_note=""):
     skipped = [r for r in rows if r["note"].startswith("SKIP")]
     lines = ["", "docs run as printed on stock hosts joined to the private network (check: --check first; run; "
              "rerun: a second run's changed count); %.0f s in all, %d guides in parallel; %d blocks, %d skipped"
              % (seconds, WORKERS, len(rows), len(skipped))]
     lines += ["  %s bootstrapped after %s" % kv for kv in sorted((boot or {}).items())]
+    lines += ["  %s" % backend_note] if backend_note else []
     lines += ["%-30s %-4s %-5s %-9s %-9s %-9s %7s  %s" % ("guide", "blk", "line", "check", "run", "rerun",
                                                         "seconds", "note")]
     for r in rows:
