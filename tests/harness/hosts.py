@@ -988,20 +988,16 @@ class HostBed:
         self.down()
 
 
-def _ini_literal(value):
-    """A list element of an INI value: a Python literal without spaces (strings with a space are
-    refused rather than split)."""
-    if isinstance(value, str) and re.search(r'\s', value):
-        raise ValueError('an INI inventory list cannot hold %r' % value)
-    return repr(value)
-
-
 def _ini_value(value):
     """A value of an INI inventory line: ansible's ini plugin reads a Python literal (lists,
     booleans, numbers) and else takes the text; text with a space or quote is quoted."""
     if isinstance(value, (list, tuple)):
-        # no spaces: the host line is split on them ([1, 2] broke it)
-        return '[%s]' % ','.join(_ini_literal(v) for v in value)
+        # the host line is split as a shell would (shlex): the list in single quotes, its elements in JSON's
+        # double quotes, which the split keeps and the ini plugin's literal_eval reads (['a'] came back '[a]')
+        text = json.dumps(list(value))
+        if "'" in text:
+            raise ValueError('an INI inventory list cannot hold a single quote: %r' % (value,))
+        return "'%s'" % text
     if not isinstance(value, str):
         return repr(value)
     text = str(value)
@@ -1019,7 +1015,9 @@ def inventory_ini(inventory):
         lines.append('')
         if data.get('vars'):
             lines.append('[%s:vars]' % group)
-            lines += ['%s=%s' % (k, _ini_value(v)) for k, v in data['vars'].items()]
+            # a [group:vars] line is not split on spaces: a list is one Python literal ('TestingTorNetwork 1')
+            lines += ['%s=%s' % (k, repr(list(v)) if isinstance(v, (list, tuple)) else _ini_value(v))
+                      for k, v in data['vars'].items()]
             lines.append('')
     return '\n'.join(lines)
 
