@@ -2,7 +2,7 @@
 # Copyright (c) 2026, onionlab.tor contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The controller's escrow of the onion_service role: DIR/HOST/SERVICE/... in 0700 directories,
-files 0600, written through a uniquely named temporary file (O_EXCL, O_NOFOLLOW) and renamed, so
+files 0600, written through a uniquely named temporary file (hidden_service.atomic_write) and renamed, so
 that two runs writing at once never remove each other's file and a reader never sees half a key.
 
 An escrowed service key is never dropped: when a host serves another key in a directory whose
@@ -16,6 +16,7 @@ from __future__ import annotations
 import errno
 import os
 
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 
 KEY_FILE = "hs_ed25519_secret_key"
@@ -90,29 +91,7 @@ class Escrow(object):
                 os.chmod(path, 0o600)
                 self.changed = True
             return
-        directory = os.path.dirname(path)
-        for dummy in range(100):
-            tmp = os.path.join(directory, ".%s.%d.%s.tmp" % (filename, os.getpid(), os.urandom(4).hex()))
-            try:
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-                break
-            except OSError as exc:
-                if exc.errno != errno.EEXIST:
-                    raise
-        else:
-            raise OSError(errno.EEXIST, "no temporary file could be made", directory)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.rename(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        hs.atomic_write(path, data, 0o600)
         self.changed = True
 
     def write_key(self, name, data):

@@ -543,13 +543,14 @@ def read_drop_in(path):
 
 
 def atomic_write(path, text, mode=0o644):
-    """Write via a temp file in the same directory and rename: never a half-written file. The
-    mode is set on the open file (fchmod), never by path: in a directory another user can write,
-    the temp file's name could be swapped for a symbolic link to a file of root's."""
+    """Write text (or bytes) via a uniquely named temp file in the same directory (O_EXCL: two
+    writers never share one) and rename: never a half-written file. The mode is set on the open
+    file (fchmod), never by path: in a directory another user can write, the temp file's name
+    could be swapped for a symbolic link to a file of root's."""
     directory = os.path.dirname(path) or "."
     fd, tmp = tempfile.mkstemp(prefix=".onionlab.", dir=directory)
     try:
-        with os.fdopen(fd, "w") as handle:
+        with os.fdopen(fd, "wb" if isinstance(text, bytes) else "w") as handle:
             os.fchmod(handle.fileno(), mode)
             handle.write(text)
             handle.flush()

@@ -30,10 +30,10 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import client as _client
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion_health
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import TorError
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.lock import LockTimeout, TorLock
@@ -74,20 +74,8 @@ def _read_state(path):
 
 
 def _atomic(path, text, mode=0o644):
-    directory = os.path.dirname(path) or "."
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".onionlab-watchdog.", dir=directory)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.chmod(tmp, mode)
-        os.rename(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    hs.atomic_write(path, text, mode)
 
 
 class Watchdog(object):
