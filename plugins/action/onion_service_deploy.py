@@ -34,7 +34,7 @@ display = Display()
 
 MODULE = "onionlab.tor.onion_service_deploy"
 ROLE = "onion_service role"
-# what the role's summary template reads of each key generation served
+# what the summary file (plugin_utils/summary.py) reads of each key generation served
 SUMMARY_FIELDS = ("service", "name", "key", "generation", "ports", "previous_until", "onionbalance_frontend")
 KEY_BLOB_RE = re.compile(r"ED25519-V3:[A-Za-z0-9+/=]+")
 BASE32_KEY_RE = re.compile(r"(?<![A-Za-z2-7])[A-Za-z2-7]{52}(?![A-Za-z2-7])")
