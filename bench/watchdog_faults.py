@@ -245,7 +245,9 @@ def main():
             print("  watchdog repairs: %d" % len(r["repairs"]))
             for t, line in r["watchdog"]:
                 if "silent" not in line:
-                    print("   %6.1f %s" % (t, line[:260]))
+                    head, _, tail = line.partition(" evidence=")
+                    evidence, _, rest = tail.partition(" action=")
+                    print("   %6.1f %s evidence=%s action=%s" % (t, head, evidence[:140], rest))
     finally:
         campaign.stop.set()
         for thread in threads:
