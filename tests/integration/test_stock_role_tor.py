@@ -156,7 +156,9 @@ def test_hand_written_onion_service_carried_into_the_role_stays_online(stockbed,
     said = dropping.task(SETUP, host=host)["result"]["messages"]
     assert said == [
         "/etc/tor/torrc (written by this role) is replaced; dropped from it (its onion services go offline): "
-        "onion service %s (%s, HiddenServicePort 80 127.0.0.1:8080)" % (HAND, hand_service)], said
+        "onion service %s (%s, HiddenServicePort 80 127.0.0.1:8080). To keep them, give them to the role: "
+        'tor_config_lines: ["HiddenServiceDir %s", "HiddenServicePort 80 127.0.0.1:8080"] (or tor_options)'
+        % (HAND, hand_service, HAND)], said
 
 
 def test_takeover_replaces_says_what_went_and_keeps_a_backup(stockbed, hand_service, tmp_path):
@@ -169,7 +171,9 @@ def test_takeover_replaces_says_what_went_and_keeps_a_backup(stockbed, hand_serv
     for r in (check, run):
         said = r.task(SETUP, host=host)["result"]["messages"][0]
         assert said == ("tor_torrc_takeover=true: /etc/tor/torrc is replaced; dropped from it: onion service "
-                        "%s (%s, HiddenServicePort 80 127.0.0.1:8080); Nickname handmade" % (HAND, hand_service)), said
+                        "%s (%s, HiddenServicePort 80 127.0.0.1:8080); Nickname handmade. To keep them, give them to "
+                        'the role: tor_config_lines: ["HiddenServiceDir %s", "HiddenServicePort 80 127.0.0.1:8080", '
+                        '"Nickname handmade"] (or tor_options)' % (HAND, hand_service, HAND)), said
     backup = run.task(SETUP, host=host)["result"]["ansible_facts"]["tor_torrc_backup"]
     assert ssh(bed, "cat '%s'" % backup) == old
     assert "The previous /etc/tor/torrc is kept as %s" % backup in run.stdout

@@ -304,8 +304,11 @@ def refusal(config_file, config_dir, items, words, unread, tor_missing):
 
 
 def replaced_message(config_file, items, words, ours):
-    """What the run says when the new torrc drops something (taken over, or the role's own torrc)."""
+    """What the run says when the new torrc drops something (taken over, or the role's own torrc), and the
+    variable that would keep it (a line added by hand, or by another tool, is gone at tor's next start)."""
+    keep = ('. To keep them, give them to the role: tor_config_lines: %s (or tor_options)'
+            % json.dumps([line for item in items for line in item.split('\n')]))
     if ours:
-        return '%s (written by this role) is replaced; dropped from it%s: %s' % (
-            config_file, ' (its onion services go offline)' if _drops_services(items) else '', words)
-    return 'tor_torrc_takeover=true: %s is replaced; dropped from it: %s' % (config_file, words)
+        return '%s (written by this role) is replaced; dropped from it%s: %s%s' % (
+            config_file, ' (its onion services go offline)' if _drops_services(items) else '', words, keep)
+    return 'tor_torrc_takeover=true: %s is replaced; dropped from it: %s%s' % (config_file, words, keep)

@@ -63,7 +63,8 @@ def test_dropped_groups_services_and_hides_secrets():
     assert torrc.replaced_message("/etc/tor/torrc", items, words, True).startswith(
         "/etc/tor/torrc (written by this role) is replaced; dropped from it (its onion services go offline): ")
     assert torrc.replaced_message("/t", ["Nickname x"], "Nickname x", False) == (
-        "tor_torrc_takeover=true: /t is replaced; dropped from it: Nickname x")
+        "tor_torrc_takeover=true: /t is replaced; dropped from it: Nickname x. To keep them, give them to the role: "
+        'tor_config_lines: ["Nickname x"] (or tor_options)')
 
 
 @pytest.mark.parametrize("unread, missing, said", [
