@@ -811,6 +811,7 @@ class HostBed:
         for h in self.hosts:
             self._personalise(h, pubkey)
         t2 = time.monotonic()
+        ensure_inotify_instances()
         for h in self.hosts:
             self._boot(h)
         self.save()
@@ -1028,6 +1029,35 @@ def overlay_supported():
             return any(line.split()[-1] == 'overlay' for line in f if line.strip())
     except OSError:
         return False
+
+
+# Every container's systemd (PID 1, journald, logind, ...) takes inotify instances of root's, whose
+# kernel default limit is 128 (fs.inotify.max_user_instances): with ~25 containers at once (the docs
+# bed's 15 hosts beside the other CI lanes' beds) a booting host's systemd failed with "Failed to
+# create control group inotify object: Too many open files" and exited. Raised before a bed boots.
+INOTIFY_INSTANCES = '/proc/sys/fs/inotify/max_user_instances'
+INOTIFY_MINIMUM = 1024
+
+
+def ensure_inotify_instances(minimum=INOTIFY_MINIMUM, path=INOTIFY_INSTANCES):
+    """Raise the per-user inotify instance limit to at least minimum (never lower it); returns the
+    limit in force (None when it cannot be read)."""
+    try:
+        with open(path) as f:
+            current = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    if current >= minimum:
+        return current
+    try:
+        with open(path, 'w') as f:
+            f.write('%d\n' % minimum)
+    except OSError as exc:
+        log('fs.inotify.max_user_instances is %d and cannot be raised (%s): many hosts at once may fail to boot'
+            % (current, exc))
+        return current
+    log('fs.inotify.max_user_instances raised from %d to %d (each host\'s systemd takes some)' % (current, minimum))
+    return minimum
 
 
 def own_cgroups(machine):

@@ -182,3 +182,16 @@ def test_ensure_packages_updates_the_lists_when_the_install_fails(tmp_path, monk
     calls = [c.split(" ", 2)[2] for c in log.read_text().splitlines()]
     assert calls == ["install -y -qq --no-install-recommends onionlab-test-a", "update -qq",
                      "install -y -qq --no-install-recommends onionlab-test-a"]
+
+
+def test_inotify_instances_raised_never_lowered(tmp_path):
+    """Many containers at once need more inotify instances than the kernel's default 128 (a docs-bed
+    host's systemd exited with 'Too many open files' in a full ./run test): raised before a bed boots."""
+    limit = tmp_path / "max_user_instances"
+    limit.write_text("128\n")
+    assert hosts.ensure_inotify_instances(1024, path=str(limit)) == 1024
+    assert limit.read_text() == "1024\n"
+    limit.write_text("8192\n")
+    assert hosts.ensure_inotify_instances(1024, path=str(limit)) == 8192
+    assert limit.read_text() == "8192\n"
+    assert hosts.ensure_inotify_instances(1024, path=str(tmp_path / "missing")) is None
