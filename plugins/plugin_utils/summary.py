@@ -25,7 +25,8 @@ import os
 import tempfile
 import time
 
-import yaml
+from ansible.module_utils.common.yaml import yaml_dump, yaml_load
+
 
 HEADER = """\
 # Onion services deployed by onionlab.tor.onion_service (written by the role on each run; edits are lost)
@@ -62,10 +63,10 @@ def entries(host, present, addresses, previous):
 def _read(path):
     try:
         with open(path) as handle:
-            data = yaml.safe_load(handle)
+            data = yaml_load(handle)
     except FileNotFoundError:
         return []
-    except yaml.YAMLError as exc:
+    except Exception as exc:  # noqa: BLE001 - PyYAML's YAMLError (PyYAML comes with ansible-core, not by name here)
         raise ValueError("the summary file %s is not YAML (%s); move it away" % (path, exc.__class__.__name__))
     if data is None:
         return []
@@ -98,7 +99,7 @@ def merge(path, host, run_id, fresh=None, now=None):
         try:
             with os.fdopen(fd, "w") as handle:
                 handle.write(HEADER)
-                handle.write(yaml.safe_dump(out, default_flow_style=False, sort_keys=False, width=1000)
+                handle.write(yaml_dump(out, default_flow_style=False, sort_keys=False, width=1000)
                              if out else "[]\n")
             os.chmod(tmp, 0o644)
             os.replace(tmp, path)
