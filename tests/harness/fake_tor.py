@@ -14,6 +14,7 @@ FakeTor.CLOSE closes it. Received lines are kept in .received.
 
 import socket
 import threading
+import time
 
 
 class FakeTor(object):
@@ -34,11 +35,20 @@ class FakeTor(object):
         self._thread = threading.Thread(target=self._serve, daemon=True)
 
     def _serve(self):
-        try:
-            self._server.settimeout(10)
-            conn, _ = self._server.accept()
-        except OSError:
-            return
+        # A connection may come late (a playbook's tasks reach their fakes one after the other: on a loaded
+        # machine the third came after the old 10 s accept timeout, and its module waited for an answer in vain);
+        # short accept timeouts until the test leaves the with block, or 120 s.
+        self._server.settimeout(0.2)
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                conn, _ = self._server.accept()
+                break
+            except socket.timeout:
+                if self._stop.is_set() or time.monotonic() > deadline:
+                    return
+            except OSError:
+                return
         conn.settimeout(10)
         buf = b""
         try:
