@@ -24,11 +24,10 @@ from ansible_collections.onionlab.tor.plugins.filter.onion_service_generations i
 from ansible_collections.onionlab.tor.plugins.filter.onion_service_unknown_variables import (
     onion_service_unknown_variables,
 )
-from ansible_collections.onionlab.tor.plugins.lookup.onion_client_key import get_or_create, read_key
 from ansible_collections.onionlab.tor.plugins.module_utils import _onion_service_deploy as deploy
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion, seal
-from ansible_collections.onionlab.tor.plugins.plugin_utils import summary
-from ansible_collections.onionlab.tor.plugins.plugin_utils.escrow import Escrow, name_problem
+from ansible_collections.onionlab.tor.plugins.plugin_utils import escrow as escrows, summary
+from ansible_collections.onionlab.tor.plugins.plugin_utils.escrow import KEY_FILE, REPLACED, Escrow, name_problem
 
 display = Display()
 
@@ -135,7 +134,7 @@ class ActionModule(ActionBase):
                   for g in generation_list if g.get("state", "present") != "present"]
         entries, keys = self._entries(args, service_dir, present, authorized)
         paths = dict((g["name"], os.path.join(service_dir, g["name"])) for g in present)
-        escrowed = dict((g["name"], escrow.read(g["name"], deploy.KEY_FILE)) for g in present) \
+        escrowed = dict((g["name"], escrow.read(g["name"], KEY_FILE)) for g in present) \
             if args["backup"] or args["restore"] else {}
         module_args = dict(
             (k, args[k]) for k in ("service_dir", "prune", "remove_all", "state_file", "restore", "config_file",
@@ -182,12 +181,12 @@ class ActionModule(ActionBase):
                         "%s: %s on %s now serves %s, not the escrowed key of %s; the escrowed key is kept in %s "
                         "(restore it by putting it back in %s, or through onion_service_private_keys)"
                         % (ROLE, paths[name], host, facts["onion_service_directory_addresses"].get(name), replaced,
-                           escrow.path(name, "replaced", replaced), escrow.path(name)))
+                           escrow.path(name, REPLACED, replaced), escrow.path(name)))
             for g in present:
                 escrow.directories(g["name"])
             for name, value in sorted(facts["onion_service_directory_addresses"].items()):
                 if value:
-                    escrow.write(name, "hostname", (value + "\n").encode("ascii"))
+                    escrow.write_hostname(name, value)
         if key_files:
             display.display("%s on %s: the keys of authorized_clients given without a public key are kept in %s"
                             % (ROLE, host, ", ".join(k["escrow"] for k in key_files)))
@@ -210,11 +209,11 @@ class ActionModule(ActionBase):
         needed_auth = [k for k in key_files if k["id"] not in vault]
         escrowed = {}
         for item in needed + needed_auth:
-            key = read_key(item["escrow"])
+            key = escrows.read_client_key(item["escrow"])
             if key is None:
                 if not create:
                     raise _NeedAccess()
-                key = get_or_create(item["escrow"])
+                key = escrows.client_key(item["escrow"])
             escrowed[item["id"]] = key
         keys = dict(escrowed, **vault)
         authorized = onion_clients({host: services}, backup_dir=backup_dir, private_keys=keys)
@@ -273,7 +272,7 @@ class ActionModule(ActionBase):
         header = onion.SECRET_HEADER
         if len(data) != len(header) + 64 or not data.startswith(header):
             raise _Fail("%s: the escrowed key %s is not a tor ed25519 secret key file"
-                        % (ROLE, escrow.path(name, deploy.KEY_FILE)))
+                        % (ROLE, escrow.path(name, KEY_FILE)))
         return onion.key_blob(data[len(header):])
 
     @staticmethod

@@ -68,14 +68,13 @@ _value:
   type: raw
 """
 
-import os
-
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.onionlab.tor.plugins.filter.onion_clients import CLIENT_NAME_RE, SERVICE_NAME_RE
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import client_auth
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import TorError
+from ansible_collections.onionlab.tor.plugins.plugin_utils import escrow
 
 
 def _fail(where, message):
@@ -128,7 +127,7 @@ def _entries(services, server, backup_dir):
                 public_key = None
             yield {"service": name, "client": dict(client, public_key=public_key), "where": cwhere,
                    "id": "%s/%s/%s" % (server, name, cname),
-                   "escrow": os.path.join(backup_dir, server, name, "clients", "%s.1.x25519" % cname)}
+                   "escrow": escrow.client_key_file(backup_dir, server, name, cname)}
 
 
 def onion_authorized_clients(services, server=None, backup_dir=None, private_keys=None):

@@ -96,7 +96,6 @@ _value:
   type: raw
 """
 
-import os
 import re
 
 from ansible.errors import AnsibleFilterError
@@ -105,6 +104,7 @@ from ansible_collections.onionlab.tor.plugins.filter.onion_service_generations i
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import client_auth
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import TorError
+from ansible_collections.onionlab.tor.plugins.plugin_utils import escrow
 from ansible_collections.onionlab.tor.plugins.plugin_utils.escrow import name_problem
 
 CLIENT_NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,16}\Z")
@@ -215,7 +215,7 @@ def _clients_of(server, service, index, backup_dir, inventory):
             "generations": served,
             "state": state, "public_key": public_key,
             "id": "%s/%s/%s" % (server, name, cname),
-            "escrow": os.path.join(backup_dir, server, name, "clients", "%s.%d.x25519" % (cname, key)),
+            "escrow": escrow.client_key_file(backup_dir, server, name, cname, key),
             "needs_key": state == "present" and public_key is None,
         })
     if not service_absent and clients and not any(c["state"] == "present" for c in out):
@@ -225,12 +225,7 @@ def _clients_of(server, service, index, backup_dir, inventory):
 
 
 def _read_address(entry, backup_dir, directory=None):
-    path = os.path.join(backup_dir, entry["server"], directory or entry["service"], "hostname")
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(200).decode("ascii", "replace").strip(), path
-    except OSError:
-        return None, path
+    return escrow.read_hostname(backup_dir, entry["server"], directory or entry["service"])
 
 
 def _per_generation(entry, backup_dir, addresses, previous, pending=False):

@@ -2,7 +2,8 @@
 # Copyright (c) 2026, onionlab.tor contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """An x25519 client key for v3 client authorization, kept in a file on the controller (escrow):
-read when the file exists, generated and written once (O_EXCL, no overwrite) when it does not."""
+read when the file exists, generated and written once (no overwrite) when it does not. The work is
+plugin_utils/escrow.py's; this is its face for playbooks."""
 
 from __future__ import annotations
 
@@ -65,119 +66,29 @@ _raw:
   elements: str
 """
 
-import errno
 import os
 
 from ansible.errors import AnsibleLookupError
 from ansible.module_utils.common.text.converters import to_native
 from ansible.plugins.lookup import LookupBase
 
-from ansible_collections.onionlab.tor.plugins.module_utils._tor import client_auth
-from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
-from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import TorError
-
-KEY_SUFFIX_HINT = "52 base32 characters, an x25519 private key"
-
-
-def new_private_key():
-    """32 random bytes clamped as RFC 7748's decodeScalar25519 (tor clamps again; same key)."""
-    raw = bytearray(os.urandom(32))
-    raw[0] &= 248
-    raw[31] &= 127
-    raw[31] |= 64
-    return onion.b32(bytes(raw))
+from ansible_collections.onionlab.tor.plugins.plugin_utils import escrow
 
 
 def read_key(path):
-    """The key in path (checked), or None when the file does not exist."""
+    """The key in path (checked), or None when the file does not exist (plugin_utils/escrow.py)."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError as exc:
-        if exc.errno == errno.ENOENT:
-            return None
-        raise AnsibleLookupError("onion_client_key: cannot read the key file %s: %s" % (path, exc.strerror))
-    try:
-        with os.fdopen(fd, "rb") as handle:
-            data = handle.read(4096)
-    except OSError as exc:
-        raise AnsibleLookupError("onion_client_key: cannot read the key file %s: %s" % (path, exc.strerror))
-    try:
-        text = data.decode("ascii").strip()
-        raw = client_auth.parse_private_key(text, what="the key")
-    except (UnicodeDecodeError, TorError, ValueError):
-        raise AnsibleLookupError("onion_client_key: the key file %s does not hold a client key (%s)"
-                                 % (path, KEY_SUFFIX_HINT))
-    return onion.b32(raw)
-
-
-def _makedirs(directory):
-    if os.path.isdir(directory):
-        return
-    parent = os.path.dirname(directory)
-    if parent and parent != directory:
-        _makedirs(parent)
-    try:
-        os.mkdir(directory, 0o700)
-    except OSError as exc:
-        if exc.errno != errno.EEXIST or not os.path.isdir(directory):
-            raise
+        return escrow.read_client_key(path)
+    except escrow.EscrowError as exc:
+        raise AnsibleLookupError("onion_client_key: %s" % exc)
 
 
 def get_or_create(path):
-    """The key in path, generating and linking it into place when missing. The temporary file has a
-    unique name (O_EXCL); os.link() never replaces an existing file, so of two writers the second
-    reads the first one's key."""
-    key = read_key(path)
-    if key is not None:
-        return key
-    directory = os.path.dirname(path) or "."
+    """The key in path, made there when missing (plugin_utils/escrow.py: of two runs, the first one's wins)."""
     try:
-        _makedirs(directory)
-    except OSError as exc:
-        raise AnsibleLookupError("onion_client_key: cannot create the directory %s: %s" % (directory, exc.strerror))
-    key = new_private_key()
-    tmp = None
-    try:
-        for dummy in range(100):
-            name = ".%s.%d.%s.tmp" % (os.path.basename(path), os.getpid(), os.urandom(4).hex())
-            candidate = os.path.join(directory, name)
-            try:
-                fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-            except OSError as exc:
-                if exc.errno == errno.EEXIST:
-                    continue
-                raise
-            tmp = candidate
-            break
-        else:
-            raise AnsibleLookupError("onion_client_key: no temporary file could be made in %s" % directory)
-        try:
-            os.fchmod(fd, 0o600)
-            data = (key + "\n").encode("ascii")
-            while data:
-                data = data[os.write(fd, data):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        try:
-            os.link(tmp, path)
-        except OSError as exc:
-            if exc.errno != errno.EEXIST:
-                raise
-            key = None  # another evaluation was first: its key wins
-    except OSError as exc:
-        raise AnsibleLookupError("onion_client_key: cannot write the key file %s: %s" % (path, exc.strerror))
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-    if key is None:
-        key = read_key(path)
-        if key is None:
-            raise AnsibleLookupError("onion_client_key: the key file %s vanished while it was written" % path)
-    return key
+        return escrow.client_key(path)
+    except escrow.EscrowError as exc:
+        raise AnsibleLookupError("onion_client_key: %s" % exc)
 
 
 class LookupModule(LookupBase):
