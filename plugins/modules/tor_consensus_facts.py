@@ -610,23 +610,14 @@ from ansible_collections.onionlab.tor.plugins.module_utils._common import (
 )
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import consensus as _consensus
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import rsa_verify as _rsa
-from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import OperationFailed, TorError
 
-GETINFO_KEYS = {
-    "ns": "dir/status-vote/current/consensus",
-    "microdesc": "dir/status-vote/current/consensus-microdesc",
-}
+GETINFO_KEYS = backend.GETINFO_KEYS
 # returning more routers than this with every field draws a warning
 LARGE_RESULT = 1000
 # the options that ask for a router list when summary_only is unset
 ROUTER_SELECTORS = ("flags", "fingerprints", "nicknames", "min_bandwidth", "limit", "fields")
 _HEX40 = re.compile(r"[0-9A-Fa-f]{40}\Z")
 _NOW_RE = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})[T ]([0-9]{2}:[0-9]{2}:[0-9]{2})(?:\.[0-9]+)?(?:Z|[+-]00:?00)?\Z")
-
-
-class ConsensusNotAvailable(TorError):
-    """Tor has no consensus of the asked flavour(s) (or not the DataDirectory it needs); its
-    type name is the result's error."""
 
 
 def _authorities(value):
@@ -658,49 +649,6 @@ def _now(value):
             return stamp
     raise ValueError("now must be 'YYYY-MM-DD HH:MM:SS', 'YYYY-MM-DDTHH:MM:SSZ' (UTC) or POSIX seconds, got %r"
                      % (value,))
-
-
-def _read_file(path, what):
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except OSError as exc:
-        raise OSError("cannot read the %s %s: %s" % (what, path, exc.strerror or exc))
-
-
-def _read_from_tor(tor, flavor):
-    """(document text, GETINFO key) of the asked flavour ('auto': ns, else microdesc)."""
-    refused = []
-    for name in (("ns", "microdesc") if flavor == "auto" else (flavor,)):
-        key = GETINFO_KEYS[name]
-        try:
-            return tor.get_info(key)[key], key
-        except OperationFailed as exc:
-            if exc.code not in ("551", "552"):
-                raise
-            refused.append((name, key, exc))
-    answers = "; ".join("GETINFO %s: %s %s" % (key, exc.code, exc.message) for _name, key, exc in refused)
-    if flavor == "auto" and all(exc.code == "551" for _name, _key, exc in refused):
-        raise ConsensusNotAvailable("tor has no consensus yet: it has not fetched one (it is still bootstrapping, "
-                                    "or DisableNetwork is set) (tor answered %s)" % answers)
-    if flavor == "auto":
-        raise ConsensusNotAvailable("tor offers no consensus over the control port (tor answered %s)" % answers)
-    if refused[0][2].code == "552":
-        raise ConsensusNotAvailable("this tor does not know the GETINFO key %s (the microdesc consensus is offered by "
-                                    "tor 0.4.3 and later); use flavor: auto or ns (tor answered %s)"
-                                    % (refused[0][1], answers))
-    if flavor == "ns":
-        raise ConsensusNotAvailable("tor has no ns (full) consensus: a client tor keeps only the microdesc consensus "
-                                    "unless FetchUselessDescriptors 1 or UseMicrodescriptors 0 is set; use flavor: "
-                                    "auto or microdesc (tor answered %s)" % answers)
-    raise ConsensusNotAvailable("tor has no microdesc consensus (tor answered %s)" % answers)
-
-
-def _data_directory(tor):
-    for key, value in tor.get_conf("DataDirectory"):
-        if key.lower() == "datadirectory" and value:
-            return value
-    raise ConsensusNotAvailable("tor did not report its DataDirectory; set certs_path")
 
 
 def main():
@@ -738,7 +686,7 @@ def main():
     summary_only = p["summary_only"]
     if summary_only is None:
         summary_only = all(p[name] is None for name in ROUTER_SELECTORS)
-    run = backend.ConsensusFacts(p, _read_file, _read_from_tor, _data_directory)
+    run = backend.ConsensusFacts(p)
     try:
         data = run.read(lambda: connect_module(module))
         try:
