@@ -18,10 +18,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 
 from ansible_collections.onionlab.tor.plugins.module_utils._common import control_argument_spec, error_message
 from ansible_collections.onionlab.tor.plugins.module_utils._hidden_service_args import SERVICE_OPTIONS
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import capabilities
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion, seal
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_manager as sm
@@ -116,15 +116,9 @@ def write_record(state_file, text):
 
 # -- proof of work by default, where this tor can do it -----------------------------------------------------
 def pow_supported(told, tor_binary, run):
-    """told (the role's onion_service_pow_supported) unless None; else whether `tor --list-modules`
-    of tor_binary says 'pow: yes' (no tor, an old tor or a failure: no)."""
-    if told is not None:
-        return bool(told)
-    try:
-        text = run([tor_binary, "--list-modules"])
-    except (OSError, ValueError):
-        return False
-    return re.search(r"(?m)^pow: yes$", text or "") is not None
+    """told (the role's onion_service_pow_supported) unless None; else what capabilities.py says of
+    tor_binary (its pow module; no tor, an old tor or a failure: no)."""
+    return capabilities.pow_by_default(told, tor_binary, run)
 
 
 def with_pow_default(entries):

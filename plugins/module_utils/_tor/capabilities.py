@@ -73,6 +73,25 @@ def local_modules(pid, run):
     return _module_list(text) or None
 
 
+def binary_modules(tor_binary, run):
+    """{module: built in} of the tor binary `tor_binary` (a name on PATH or a path) on this host, or None
+    when it cannot be run or says nothing readable. run(argv) -> its standard output."""
+    try:
+        text = run([tor_binary, "--list-modules"])
+    except (OSError, ValueError):
+        return None
+    return _module_list(text) or None
+
+
+def pow_by_default(told, tor_binary, run):
+    """Whether the onion_service role turns proof of work on by default: `told` (its
+    onion_service_pow_supported) unless None; else whether `tor_binary` was built with its pow
+    module (no tor, a tor too old for --list-modules, a failure: no)."""
+    if told is not None:
+        return bool(told)
+    return bool((binary_modules(tor_binary, run) or {}).get("pow"))
+
+
 class Capabilities(object):
     """version: tor's version text; config_names: the option names tor knows (lowercase), or None;
     modules: {module: built in}, or None when unknown."""
