@@ -115,7 +115,7 @@ class ActionModule(ActionBase):
         if torrc.get('backup_file'):
             messages.append('The previous %s is kept as %s'
                             % (args.get('config_file', '/etc/tor/torrc'), torrc['backup_file']))
-        facts_out = {'tor_torrc_dropped': torrc['dropped']}
+        facts_out = {'tor_torrc_dropped': torrc['dropped'], 'tor_torrc_changed': torrc_changed}
         if torrc.get('backup_file'):
             facts_out['tor_torrc_backup'] = torrc['backup_file']
         out = dict(changed=changed, steps=self._steps, messages=messages, dropped=torrc['dropped'],

@@ -140,7 +140,7 @@ extends_documentation_fragment:
   - onionlab.tor.attributes
   - onionlab.tor.attributes.ACTION
 notes:
-  - The role's facts C(tor_torrc_dropped) and C(tor_torrc_backup) are set by this action.
+  - The role's facts C(tor_torrc_dropped), C(tor_torrc_changed) and C(tor_torrc_backup) are set by this action.
 """
 
 EXAMPLES = r"""

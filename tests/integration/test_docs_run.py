@@ -49,6 +49,13 @@ restarted, and tor must then list no service. Guides run in parallel (``ONIONLAB
 default 4), each on its own hosts; guides that open the same fixed port on loopback (a MetricsPort
 127.0.0.1:9035) take turns (``_fixed_ports``), since the hosts share this machine's network.
 
+After a guide's blocks, the reader's site playbook runs on its hosts (issue 31: a guide must never teach a step
+another part of the collection undoes): the tor role, owning the torrc (``tor_torrc_takeover``), with the tor
+variables the guide gave (``_site_vars``: its blocks of the role's variables and the ``tor_*`` vars of its plays that
+run the role); then tor restarts on each host (waiting for bootstrap) and what the guide set up must still be there:
+every persistent onion service (directory, address) and every permanent client credential (``_outcome``). The
+client authorization guide's ``lineinfile`` into torrc failed here (the credential gone after the restart).
+
 A block left marked skip has a reason no host here could run it (``NO_HOST_HERE``, checked). The
 table (guide, block, check, run, rerun changed, seconds) is printed at the end.
 """
@@ -496,6 +503,9 @@ def _run_guide(guide, named_hosts, work, password):
         for block in run_order([b for b in BLOCKS if b.guide == guide]):
             if not _run_block(block, work, args, rows, problems, hosts):
                 break
+        else:
+            if hosts and rows:
+                _site_then_restart(guide, work, inventory_dir, named_hosts, rows, problems)
         problems += _controller_secrets(work)
     except Exception:  # a harness failure: report it with the guide
         problems.append("%s: %s" % (guide, traceback.format_exc()))
@@ -506,6 +516,92 @@ def _run_guide(guide, named_hosts, work, password):
             for lock in reversed(locks):
                 lock.release()
     return rows, problems
+
+
+def _site_vars(guide):
+    """The tor role's variables the guide gave: its blocks of the role's variables, and the ``tor_*``
+    variables of its plays that run the role (play vars and the role's own vars): what the reader's site
+    playbook holds after following the guide."""
+    out = {}
+    for b in BLOCKS:
+        if b.guide != guide or b.skip:
+            continue
+        if b.kind == "role_vars" and b.role == "tor":
+            out.update(yaml.safe_load(b.text))
+        elif b.kind == "play":
+            for play in yaml.safe_load(b.text):
+                entries = [r if isinstance(r, dict) else {"role": r} for r in play.get("roles") or []]
+                entries += [dict(t.get(k) or {}, vars=t.get("vars") or {}) for t in play.get("tasks") or []
+                            for k in ("ansible.builtin.import_role", "ansible.builtin.include_role",
+                                      "import_role", "include_role") if k in t]
+                tor = [e for e in entries if (e.get("role") or e.get("name")) in ("onionlab.tor.tor", "tor")]
+                if tor:
+                    out.update({k: v for k, v in (play.get("vars") or {}).items() if k.startswith("tor_")})
+                    for e in tor:
+                        out.update({k: v for k, v in (e.get("vars") or {}).items() if k.startswith("tor_")})
+    return out
+
+
+def _outcome(work, inventory_dir, names, label):
+    """What a guide leaves that must outlive a tor restart, per host: the persistent onion services
+    (directory, address) and the permanent client credentials (address, client name aside: tor keeps
+    names in memory only)."""
+    run = run_playbook([{"hosts": ":".join(names), "gather_facts": False, "become": True, "tasks": [
+        {"name": "services", "onionlab.tor.tor_hidden_service_info": {}},
+        {"name": "credentials", "onionlab.tor.tor_onion_client_auth_info": {}}]}], work, "outcome-" + label,
+        extra_args=["-i", str(inventory_dir)], extra_env=_ENV)
+    if run.rc != 0:
+        raise AssertionError("reading the outcome (%s): %s" % (label, run.output[-1500:]))
+    out = {}
+    for name in names:
+        services = run.task("services", host=name)["result"]["hidden_services"]
+        creds = run.task("credentials", host=name)["result"]["credentials"]
+        out[name] = {"services": sorted("%s %s" % (s["path"], s.get("onion_address")) for s in services
+                                        if s.get("path")),
+                     "credentials": sorted(c["address"] for c in creds if c.get("permanent"))}
+    return out
+
+
+def _site_then_restart(guide, work, inventory_dir, named_hosts, rows, problems):
+    """Issue 31: after the guide, the reader's site playbook (the tor role, with the tor variables the guide
+    gave) runs on its hosts, then tor restarts; what the guide set up must still hold. A guide that edits a
+    file a role owns fails here (the client authorization guide's torrc line, issue 31)."""
+    row = {"guide": guide, "block": "site", "line": "-", "check": "-", "run": "-", "rerun": "-", "seconds": 0.0,
+           "note": ""}
+    rows.append(row)
+    t0 = time.monotonic()
+    names = list(named_hosts)
+    try:
+        before = _outcome(work, inventory_dir, names, "before")
+        # the reader's site playbook owns the torrc (tor_torrc_takeover): a line the guide put there by hand is
+        # dropped, as it is on a host whose torrc the role wrote before the guide
+        site_vars = dict(BED_ROLE_VARS["onionlab.tor.tor"], tor_torrc_takeover=True, **_site_vars(guide))
+        play = [{"name": "The site playbook after the guide: the tor role writes each host's torrc",
+                 "hosts": ":".join(names), "become": True, "gather_facts": False,
+                 "roles": [{"role": "onionlab.tor.tor", "vars": site_vars}]}]
+        site = run_playbook(play, work, "site", extra_vars=_extra_vars(guide),
+                            extra_args=["-i", str(inventory_dir)], extra_env=_ENV)
+        row["run"] = _status(site)
+        if site.rc != 0:
+            problems.append(_failure("%s site playbook" % guide, "run", site))
+            return
+        said = "; ".join(m for t in site.tasks for m in t["result"].get("messages") or [])
+        row["note"] = "site playbook (tor role): %s" % (said[:300] or "ok")
+        for host in named_hosts.values():
+            host.ssh(hb.RESTART_TOR)
+            host.ssh(_WAIT_BOOTSTRAP)
+        after = _outcome(work, inventory_dir, names, "after")
+        lost = {n: {k: sorted(set(before[n][k]) - set(after[n][k])) for k in before[n]} for n in names}
+        lost = {n: {k: v for k, v in d.items() if v} for n, d in lost.items()}
+        lost = {n: d for n, d in lost.items() if d}
+        kept = sum(len(v) for d in before.values() for v in d.values())
+        row["note"] += "; tor restarted; kept %d of %d services and credentials" % (
+            kept - sum(len(v) for d in lost.values() for v in d.values()), kept)
+        if lost:
+            problems.append("%s: after the site playbook (the tor role) and a tor restart the guide's outcome is "
+                            "lost: %s (the guide edits something a role owns)" % (guide, lost))
+    finally:
+        row["seconds"] = time.monotonic() - t0
 
 
 def _restore_guide(guide, hosts, names, rows, problems, work, inventory_dir):
