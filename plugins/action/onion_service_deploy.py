@@ -18,15 +18,15 @@ from ansible.module_utils.common.text.converters import to_native
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.onionlab.tor.plugins.filter.onion_authorized_clients import onion_authorized_clients
-from ansible_collections.onionlab.tor.plugins.filter.onion_clients import onion_clients
-from ansible_collections.onionlab.tor.plugins.filter.onion_service_generations import generations
-from ansible_collections.onionlab.tor.plugins.filter.onion_service_unknown_variables import (
-    onion_service_unknown_variables,
-)
 from ansible_collections.onionlab.tor.plugins.module_utils import _onion_service_deploy as deploy
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion, seal
 from ansible_collections.onionlab.tor.plugins.plugin_utils import escrow as escrows, summary
+from ansible_collections.onionlab.tor.plugins.plugin_utils.onion_services import (
+    authorized_clients,
+    clients,
+    generations,
+    unknown_variables,
+)
 from ansible_collections.onionlab.tor.plugins.plugin_utils.escrow import KEY_FILE, REPLACED, Escrow, name_problem
 
 display = Display()
@@ -104,7 +104,7 @@ class ActionModule(ActionBase):
 
     # -- the controller's part --------------------------------------------------------------------------------
     def _deploy(self, args, host, task_vars):
-        unknown = onion_service_unknown_variables(
+        unknown = unknown_variables(
             [name for name in task_vars if name.startswith("onion_servi")], args["known_variables"]) \
             if args["known_variables"] else []
         if unknown:
@@ -203,9 +203,9 @@ class ActionModule(ActionBase):
         the escrow first (the host is checked before anything is written)."""
         backup_dir, vault = args["backup_dir"], args["client_keys"]
         groups = task_vars.get("groups") or {}
-        client_list = onion_clients({host: services}, backup_dir=backup_dir, inventory=groups.get("all", []))
+        client_list = clients({host: services}, backup_dir=backup_dir, inventory=groups.get("all", []))
         needed = [c for c in client_list if c["needs_key"] and c["id"] not in vault]
-        key_files = onion_authorized_clients(services, server=host, backup_dir=backup_dir)
+        key_files = authorized_clients(services, server=host, backup_dir=backup_dir)
         needed_auth = [k for k in key_files if k["id"] not in vault]
         escrowed = {}
         for item in needed + needed_auth:
@@ -216,10 +216,9 @@ class ActionModule(ActionBase):
                 key = escrows.client_key(item["escrow"])
             escrowed[item["id"]] = key
         keys = dict(escrowed, **vault)
-        authorized = onion_clients({host: services}, backup_dir=backup_dir, private_keys=keys)
+        authorized = clients({host: services}, backup_dir=backup_dir, private_keys=keys)
         if key_files:
-            authorized.update(onion_authorized_clients(services, server=host, backup_dir=backup_dir,
-                                                       private_keys=keys))
+            authorized.update(authorized_clients(services, server=host, backup_dir=backup_dir, private_keys=keys))
         return authorized, key_files
 
     def _run_module(self, module_args, task_vars):

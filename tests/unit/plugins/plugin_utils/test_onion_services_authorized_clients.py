@@ -1,17 +1,17 @@
 # Copyright (c) 2026, onionlab.tor contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The onion_authorized_clients filter: authorized_clients entries without a public key get theirs from
-the escrow (the role's issue 14 fix: the module never generates, returns or prints a client key)."""
+"""plugin_utils/onion_services.authorized_clients (was the onion_authorized_clients filter, never released):
+authorized_clients entries without a public key get theirs from the escrow (the role's issue 14 fix: the module
+never generates, returns or prints a client key)."""
 
 import pytest
-from ansible.errors import AnsibleFilterError
 
-from ansible_collections.onionlab.tor.plugins.filter.onion_authorized_clients import (
-    FilterModule,
-    onion_authorized_clients,
-)
 from ansible_collections.onionlab.tor.plugins.filter.x25519_public_key import x25519_public_key
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
+from ansible_collections.onionlab.tor.plugins.plugin_utils.onion_services import OnionServicesError
+from ansible_collections.onionlab.tor.plugins.plugin_utils.onion_services import (
+    authorized_clients as onion_authorized_clients,
+)
 
 PRIV_A, PUB_A = onion.generate_client_keypair()
 PRIV_B, PUB_B = onion.generate_client_keypair()
@@ -28,7 +28,6 @@ def test_entries_needing_a_key():
     assert onion_authorized_clients(services, server='web1', backup_dir='/esc') == [
         {'service': 'admin', 'name': 'alice', 'id': 'web1/admin/alice',
          'escrow': '/esc/web1/admin/clients/alice.1.x25519'}]
-    assert FilterModule().filters()['onion_authorized_clients'] is onion_authorized_clients
 
 
 def test_public_keys_filled_from_private_keys():
@@ -49,7 +48,7 @@ def test_public_keys_filled_from_private_keys():
     ([{'name': 'a'}], {'web1/admin/a': 'secretsecret'}, 'is not an x25519 private key'),
 ])
 def test_bad_input_one_message_no_key(clients, private_keys, message):
-    with pytest.raises(AnsibleFilterError) as err:
+    with pytest.raises(OnionServicesError) as err:
         onion_authorized_clients([_svc(clients)], server='web1', backup_dir='/esc', private_keys=private_keys)
     assert message in str(err.value) and 'web1: ' in str(err.value)
     assert 'secretsecret' not in str(err.value)

@@ -1,13 +1,13 @@
 # Copyright (c) 2026, onionlab.tor contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The onion_service_unknown_variables filter: typos of a role's variables, with the closest match."""
+"""plugin_utils/onion_services.unknown_variables (was the onion_service_unknown_variables filter, never
+released): typos of a role's variables, with the closest match."""
 
 import pytest
-from ansible.errors import AnsibleFilterError
 
-from ansible_collections.onionlab.tor.plugins.filter.onion_service_unknown_variables import (
-    FilterModule,
-    onion_service_unknown_variables,
+from ansible_collections.onionlab.tor.plugins.plugin_utils.onion_services import OnionServicesError
+from ansible_collections.onionlab.tor.plugins.plugin_utils.onion_services import (
+    unknown_variables as onion_service_unknown_variables,
 )
 
 KNOWN = ['onion_services', 'onion_service_dir', 'onion_service_prune', 'onion_service_entries']
@@ -25,9 +25,8 @@ def test_typos_named_with_their_match():
          'text': 'onion_servics (did you mean onion_services?)'},
     ]
     assert onion_service_unknown_variables(KNOWN, KNOWN) == []
-    assert FilterModule().filters()['onion_service_unknown_variables'] is onion_service_unknown_variables
 
 
 def test_bad_input():
-    with pytest.raises(AnsibleFilterError):
+    with pytest.raises(OnionServicesError):
         onion_service_unknown_variables('onion_service', KNOWN)
