@@ -86,7 +86,7 @@ OPERATOR = "onionlab-operator"
 SERVER_GROUPS = ("web", "onion_servers")       # web1 (web2, web3)
 WEB1_GROUPS = ("bob_laptop", "monitoring")      # web1 alone
 # What the guides apt-get install on their hosts: the bed's local repository has them (and nothing else).
-DOCS_APT_PACKAGES = ["nginx", "onionbalance", "prometheus"]
+DOCS_APT_PACKAGES = ["haproxy", "nginx", "onionbalance", "prometheus"]
 # The blocks left marked skip, each for a reason no host here could run it (the rst says which).
 NO_HOST_HERE = {"guide_consensus#1", "guide_metrics#2", "guide_metrics#7", "guide_metrics#8"}
 WORKERS = int(os.environ.get("ONIONLAB_DOCS_WORKERS", "4"))
