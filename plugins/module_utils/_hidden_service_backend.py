@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What tor_hidden_service does in each of its three modes: an ephemeral service
 (ephemeral=true), one persistent service (path) or a list of them (services). Each takes the
-module's parameters, maps them onto _tor/service_manager.py and returns its result.
+module's parameters, maps them onto _tor/ephemeral.py or _tor/service_manager.py and returns
+its result.
 
 This is a private module_utils file of onionlab.tor; its API may change at any time.
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from ansible_collections.onionlab.tor.plugins.module_utils._hidden_service_args import SERVICE_OPTIONS
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import ephemeral as _ephemeral
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_manager as sm
 
@@ -40,7 +42,7 @@ NOT_EPHEMERAL = ("intro_dos", "export_circuit_id")
 
 
 def ephemeral(ctl, p, check_mode, run_command=None):
-    """ADD_ONION or DEL_ONION: service_manager.apply_ephemeral's result."""
+    """ADD_ONION or DEL_ONION: ephemeral.apply_ephemeral's result."""
     if p.get("onionbalance_frontend"):
         raise ParameterError("onionbalance_frontend is not available for an ephemeral service: ADD_ONION has no "
                              "flag or keyword for HiddenServiceOnionbalanceInstance (tor's control-spec), and tor "
@@ -49,7 +51,7 @@ def ephemeral(ctl, p, check_mode, run_command=None):
         if p.get(name) is not None:
             raise ParameterError("%s is not available for an ephemeral service (ADD_ONION has no keyword for it); "
                                  "use a persistent service (path)" % name)
-    return sm.apply_ephemeral(
+    return _ephemeral.apply_ephemeral(
         ctl, p["state"], ports=p["ports"], private_key=p["private_key"], service_id=p["service_id"],
         max_streams=p["max_streams"], client_auth_v3=p["client_auth_v3"] or [],
         discard_pk=p["discard_pk"] or not p["return_private_key"], check_mode=check_mode,

@@ -404,7 +404,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._hidden_service_args 
     SERVICE_OPTIONS,
     services_element_spec,
 )
-from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_manager as sm
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import tor_facts
 
 
 def _ephemeral_result(module, result, out):
@@ -455,7 +455,7 @@ def main():
         persist=dict(type="bool", default=True),
         config_file=dict(type="path", default="/etc/tor/torrc.d/onionlab_hidden_services.conf"),
         include_config_file=dict(type="bool", default=True),
-        lock_timeout=dict(type="float", default=sm.DEFAULT_LOCK_TIMEOUT),
+        lock_timeout=dict(type="float", default=tor_facts.DEFAULT_LOCK_TIMEOUT),
     )
     spec.update(SERVICE_OPTIONS)
     module = AnsibleModule(**module_kwargs(

@@ -180,7 +180,8 @@ from ansible_collections.onionlab.tor.plugins.module_utils._common import (
     module_kwargs,
 )
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import metrics
-from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_manager as sm
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_list
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import tor_facts
 
 
 def main():
@@ -191,9 +192,9 @@ def main():
         if url is not None:
             metrics.check_url(url)
         with connect_module(module) as ctl:
-            facts = sm.TorFacts(ctl)
-            services = sm.list_services(ctl, facts)
-            tor = dict(facts.summary(), vanguards_lite=sm.vanguards_lite(ctl))
+            facts = tor_facts.TorFacts(ctl)
+            services = service_list.list_services(ctl, facts)
+            tor = dict(facts.summary(), vanguards_lite=tor_facts.vanguards_lite(ctl))
         if url is not None:
             efforts = metrics.read_suggested_efforts(url, module.params["timeout"])
             for service in services:

@@ -57,7 +57,11 @@ class OperationFailed(TorError):
             text = "tor refused %s: %s %s" % (command, code, message)
         else:
             text = "tor refused the request: %s %s" % (code, message)
-        super(OperationFailed, self).__init__(text)
+        super().__init__(text)
+
+
+class ServiceError(TorError):
+    """A service cannot be applied (unsafe directory, service defined elsewhere, ...)."""
 
 
 class UnrecognizedKey(OperationFailed):
@@ -73,4 +77,4 @@ class DocumentError(TorError, ValueError):
         self.reason = message
         if line is not None:
             message = "line %d: %s" % (line, message)
-        super(DocumentError, self).__init__(message)
+        super().__init__(message)

@@ -28,7 +28,7 @@ import time
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import consensus as _consensus
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import hsdir_ring
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
-from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_manager as sm
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_list
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import OperationFailed, TorError
 
 DEFAULT_TIMEOUT = 30.0
@@ -91,7 +91,7 @@ def local_services(ctl):
     """[{address, path, type}] of every onion service tor runs (persistent ones whose key file could not be
     read have address None)."""
     out = []
-    for service in sm.list_services(ctl):
+    for service in service_list.list_services(ctl):
         out.append({"address": service.get("onion_address"), "path": service.get("path"),
                     "type": service["type"]})
     return out

@@ -1,8 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, onionlab.tor contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Applying onion-service state to a running tor: the logic behind tor_hidden_service and
-tor_hidden_service_info. No Ansible imports: the modules only map parameters onto this.
+"""Persistent onion services applied to a running tor: read the state (PersistentManager.read_state),
+plan() (pure), execute; the logic behind tor_hidden_service's persistent modes. No Ansible imports:
+the modules only map parameters onto this.
 
 This is a private module_utils file of onionlab.tor; its API may change at any time.
 
@@ -13,6 +14,11 @@ Order of work, so that a failed or interrupted run loses nothing: directories an
 files first, then SETCONF (tor validates; on refusal nothing changed), then the drop-in
 (atomic rename; if it cannot be written the previous block is SETCONF'd back). Key
 directories are only ever removed by an explicit purge.
+
+The other concerns have files of their own: tor_facts.py (what we know of the tor, its lock),
+service_list.py (every service tor runs, for tor_hidden_service_info), onionbalance.py (the
+ob_config part of a plan), ephemeral.py (ADD_ONION / DEL_ONION and their record). Their names
+that callers took from here stay importable from here.
 """
 
 from __future__ import annotations
@@ -27,166 +33,39 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor import capabilit
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import sandbox as _sandbox
-from ansible_collections.onionlab.tor.plugins.module_utils._tor.lock import DEFAULT_TIMEOUT, TorLock
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import (
-    ConnectionFailed, OperationFailed, ProtocolError, TorError, UnrecognizedKey)
+    ConnectionFailed, OperationFailed, ProtocolError, ServiceError, TorError)
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.lock import DEFAULT_TIMEOUT
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.onionbalance import plan_onionbalance
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.service_list import (
+    AUTH_DIR, describe_persistent, read_authorized_clients, read_ob_config)
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.tor_facts import TorFacts, tor_lock
+# importable from here as before (callers outside this file): the listing, the ephemeral services,
+# the tor's facts and lock
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.ephemeral import (  # noqa: F401
+    EphemeralPlan, apply_ephemeral, plan_ephemeral)
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.service_list import list_services  # noqa: F401
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.tor_facts import (  # noqa: F401
+    DEFAULT_LOCK_TIMEOUT, vanguards_lite)
 
-AUTH_DIR = "authorized_clients"
 _TORRC_KEYWORD_RE = re.compile(r"^%?[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-class ServiceError(TorError):
-    """A service cannot be applied (unsafe directory, service defined elsewhere, ...)."""
 
 
 class _Raced(Exception):
     """tor's HiddenService block changed under us (a writer outside the collection)."""
 
     def __init__(self, when, expected, found):
-        Exception.__init__(self, when)
+        super().__init__(when)
         self.when = when
         self.expected = expected
         self.found = found
 
 
 RACE_ATTEMPTS = 3
-DEFAULT_LOCK_TIMEOUT = DEFAULT_TIMEOUT
-
-
-class TorFacts(object):
-    """What we need to know about the tor we talk to, read in one GETINFO and one GETCONF."""
-
-    def __init__(self, ctl):
-        info = ctl.get_info("config-file", "process/pid", "process/uid", "process/user", "version")
-        self.config_file = info.get("config-file") or None
-        self.pid = info.get("process/pid") or None
-        try:
-            self.uid = int(info.get("process/uid"))
-        except (TypeError, ValueError):
-            self.uid = None
-        if self.uid is not None and self.uid < 0:
-            self.uid = None
-        self.user = info.get("process/user") or None
-        self.version = info.get("version")
-        conf = ctl.get_conf_map("DataDirectory", "User", "HiddenServiceNonAnonymousMode")
-        self.data_dir = (conf.get("DataDirectory") or [None])[0]
-        # tor-wide: every onion service of this tor is non-anonymous (single-hop); reported, never set here
-        self.non_anonymous = (conf.get("HiddenServiceNonAnonymousMode") or ["0"])[0] == "1"
-        configured_user = (conf.get("User") or [None])[0]
-        if configured_user:
-            self.user = configured_user
-            try:
-                import pwd
-                self.uid = pwd.getpwnam(configured_user).pw_uid
-            except (ImportError, KeyError):
-                pass
-        if self.uid is not None:
-            try:
-                import pwd
-                self.gid = pwd.getpwuid(self.uid).pw_gid
-            except (ImportError, KeyError):
-                self.gid = None
-        else:
-            self.gid = None
-
-    def summary(self):
-        """The module results' `tor`: what the services depend on tor-wide."""
-        return {"version": self.version, "non_anonymous": self.non_anonymous}
-
-
-def vanguards_lite(ctl):
-    """VanguardsLiteEnabled ('0', '1' or 'auto'; tor 0.4.7 and later), None on a tor without it."""
-    try:
-        value = (ctl.get_conf_map("VanguardsLiteEnabled").get("VanguardsLiteEnabled") or [None])[0]
-    except UnrecognizedKey:
-        return None
-    return value if value in ("0", "1", "auto") else None
-
-
-# -- reading ------------------------------------------------------------------------------------
-def _open_auth_dir(path):
-    """A descriptor of <path>/authorized_clients, each of the two opened without following a link
-    (tor's user owns both the service directory and its parent)."""
-    service_fd = hs.open_dir(path)
-    try:
-        return hs.open_dir(AUTH_DIR, service_fd, os.path.join(path, AUTH_DIR))
-    finally:
-        os.close(service_fd)
-
-
-def read_authorized_clients(path):
-    """[{'name', 'public_key'}] from <path>/authorized_clients/*.auth (None when unreadable).
-    Only regular files are read (no link followed, no FIFO waited on); others are left out."""
-    try:
-        auth_fd = _open_auth_dir(path)
-    except OSError:
-        return None
-    try:
-        names = sorted(os.listdir(auth_fd))
-        clients = []
-        for name in names:
-            if not name.endswith(".auth"):
-                continue
-            try:
-                data, _st = hs.read_regular(name, 1024, dir_fd=auth_fd)
-            except OSError:
-                continue
-            text = data.decode("utf-8", "replace").strip()
-            key = text.rsplit(":", maxsplit=1)[-1] if text.startswith("descriptor:x25519:") else None
-            clients.append({"name": name[:-5], "public_key": key})
-        return clients
-    except OSError:
-        return None
-    finally:
-        os.close(auth_fd)
-
-
-def read_ob_config(path):
-    """The text of a service directory's ob_config (None: no such file, or unreadable, or not a
-    regular file)."""
-    try:
-        return hs.read_regular(os.path.join(path, hs.OB_CONFIG), 4096)[0].decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
-def describe_persistent(service, read_files=True):
-    """A service dict for results: its config plus onion_address and authorized_clients, and the
-    frontend of a balanced service (from its ob_config when the service comes from tor's block)."""
-    out = hs.config_view(service)
-    out["type"] = "persistent"
-    out["onion_address"] = None
-    out["authorized_clients"] = None
-    if out["onionbalance_frontend"] is hs.OB_FLAG:
-        out["onionbalance_frontend"] = hs.parse_ob_config(read_ob_config(service["path"])) if read_files else None
-    if read_files:
-        try:
-            out["onion_address"] = onion.service_dir_address(service["path"])
-        except (OSError, onion.OnionKeyError):
-            out["onion_address"] = None
-        out["authorized_clients"] = read_authorized_clients(service["path"])
-    return out
-
-
-def list_services(ctl, facts=None):
-    """Every service tor runs now: persistent (GETCONF) and ephemeral (onions/*)."""
-    facts = facts or TorFacts(ctl)
-    persistent = hs.services_from_conf(ctl.get_conf("HiddenServiceOptions"))
-    onions = ctl.list_onions()
-    record = hs.read_ephemeral_record(facts.data_dir) if facts.data_dir else {}
-    result = [describe_persistent(s) for s in persistent]
-    for kind in ("detached", "current"):
-        for sid in onions[kind]:
-            known = _recorded_view(record.get(sid)) or {}
-            result.append({"type": "ephemeral", "service_id": sid, "onion_address": sid + ".onion",
-                           "detached": kind == "detached", "ports": known.get("ports"),
-                           "max_streams": known.get("max_streams"),
-                           "client_auth_v3": known.get("client_auth_v3"), "pow": known.get("pow")})
-    return result
 
 
 # -- persistent services: reading the state --------------------------------------------------------
-class PersistentState(object):
+class PersistentState:
     """What plan() looks at: plain data, read in one go by PersistentManager.read_state() (or
     written down by a test).
 
@@ -283,7 +162,7 @@ def _torrc_refusal(path):
 
 
 # -- persistent services: the plan ---------------------------------------------------------------
-class PersistentPlan(object):
+class PersistentPlan:
     """The steps from a PersistentState to what was asked, made by plan() and carried out by
     PersistentManager.execute().
 
@@ -358,7 +237,7 @@ def plan(state, desired, absent=(), exclusive=False, purge=False, clients=None, 
     if purge:
         steps.purge_dirs = [p for p in absent if state.is_dir.get(p) and p not in after_paths]
     steps.key_writes = _key_writes(state, keys or {})
-    _plan_onionbalance(state, steps, desired, clients, keys or {})
+    plan_onionbalance(state, steps, desired, clients, keys or {})
     clients_change = any(write or delete for write, delete, _generated in steps.client_plans.values())
     steps.set_conf = (_views(steps.before) != _views(steps.after) or clients_change or bool(steps.key_writes)
                       or bool(steps.ob_writes))
@@ -382,7 +261,7 @@ def _after_block(before, desired, absent, exclusive):
     added at the end, `absent` left out (exclusive: `desired` alone)."""
     if exclusive:
         return [dict(s) for s in desired]
-    wanted = dict((s["path"], s) for s in desired)
+    wanted = {s["path"]: s for s in desired}
     after = [wanted.pop(s["path"], s) for s in before if s["path"] not in absent]
     return after + [s for s in desired if s["path"] in wanted]
 
@@ -464,7 +343,7 @@ def _check_client_name(name):
 def _client_files_plan(current, wanted):
     """current: the clients on disk (read_authorized_clients); wanted: the client dicts asked for.
     (files to write {name: public key}, names to delete, generated [{name, public_key, private_key}])."""
-    current_map = dict((c["name"], c["public_key"]) for c in current or [])
+    current_map = {c["name"]: c["public_key"] for c in current or []}
     write, generated = {}, []
     names = set()
     for client in wanted:
@@ -484,49 +363,6 @@ def _client_files_plan(current, wanted):
     return write, delete, generated
 
 
-def _plan_onionbalance(state, steps, desired, clients, keys):
-    """The ob_config files of the desired services (steps.ob_writes, steps.ob_removes), after
-    refusing what a balanced service cannot have: its own address as frontend, client
-    authorization (Onionbalance 0.2.2 fetches a backend's descriptor knowing only its address
-    and publishes the frontend's without client entries, so it can carry neither)."""
-    for service in desired:
-        path, frontend = service["path"], service["onionbalance_frontend"]
-        current = state.ob_configs.get(path)
-        if not frontend:
-            if current is not None:
-                steps.ob_removes.append(path)
-            continue
-        own = state.addresses.get(path)
-        if path in keys:
-            own = onion.onion_address(onion.ed25519_public_from_expanded(keys[path])) + ".onion"
-        if own == frontend:
-            raise ServiceError("onionbalance_frontend of %s is the service's own address %s: give the address of "
-                               "the Onionbalance frontend (its own key), not the backend's" % (path, frontend))
-        managed = clients.get(path)
-        on_disk = [c["name"] for c in state.clients.get(path) or []]
-        if managed or (managed is None and on_disk):
-            raise ServiceError(
-                "authorized_clients on the balanced service %s (onionbalance_frontend) is refused: Onionbalance "
-                "0.2.2 cannot carry client authorization (it fetches and decrypts a backend's descriptor knowing "
-                "only the backend's address, and publishes the frontend's descriptor without auth-client entries "
-                "for your clients, readable by anyone who knows the address); %s" % (
-                    path, "remove authorized_clients" if managed else
-                    "its directory has client files (%s); give authorized_clients: [] to remove them"
-                    % ", ".join(sorted(on_disk))))
-        text = hs.render_ob_config(frontend)
-        if current != text:
-            steps.ob_writes[path] = text
-    for service in steps.after:   # the balanced services of tor's block that this run leaves as they are
-        if service["onionbalance_frontend"] is hs.OB_FLAG and service["path"] not in steps.ob_writes \
-                and hs.parse_ob_config(state.ob_configs.get(service["path"])) is None:
-            raise ServiceError(
-                "the balanced service %s (HiddenServiceOnionbalanceInstance 1) has no valid ob_config (a line "
-                "MasterOnionAddress <frontend>.onion); tor re-reads it on every change of the onion services and "
-                "refuses a missing one, and tor 0.4.9.11 crashes (SIGSEGV in hs_ob_parse_config_file) on one without "
-                "that line; nothing was changed. Give the service its onionbalance_frontend in this run, or fix %s"
-                % (service["path"], os.path.join(service["path"], hs.OB_CONFIG)))
-
-
 def _key_writes(state, keys):
     """{path: key} of the keys to install: where a directory holds none. A different key is refused."""
     writes = {}
@@ -543,7 +379,7 @@ def _key_writes(state, keys):
 
 def _views(services):
     """What is compared: the configuration (a balanced service's frontend only as the flag that
-    tor's block holds; the address is in ob_config, see _plan_onionbalance)."""
+    tor's block holds; the address is in ob_config, see onionbalance.py)."""
     views = []
     for service in services:
         view = hs.config_view(service)
@@ -737,22 +573,17 @@ def set_conf_explained(ctl, pairs):
     ctl.request("SETEVENTS", [])
 
 
-def tor_lock(ctl, facts, timeout):
-    """The lock every run that changes this tor's services holds (see lock.py)."""
-    return TorLock(facts.data_dir, getattr(getattr(ctl, "sock", None), "where", "") or "", timeout)
-
-
 def _add_auth_private(result):
     """Each generated client's ClientOnionAuthDir line, "<service id>:descriptor:x25519:<key>",
     from the address of its own service."""
-    addresses = dict((s["path"], s["onion_address"]) for s in result["services"])
+    addresses = {s["path"]: s["onion_address"] for s in result["services"]}
     for client in result["generated_clients"]:
         address = addresses.get(client["service"])
         client["auth_private"] = ("%s:descriptor:x25519:%s" % (address[:-len(".onion")], client["private_key"])
                                   if address else None)
 
 
-class PersistentManager(object):
+class PersistentManager:
     def __init__(self, ctl, config_file=None, persist=True, include=True, check_mode=False,
                  lock_timeout=DEFAULT_TIMEOUT, run_command=None):
         self.ctl = ctl
@@ -831,10 +662,10 @@ class PersistentManager(object):
                                 included=included, torrc_refusal=torrc_refusal, uid=facts.uid, user=facts.user,
                                 sandbox=_sandbox.Sandbox.read(facts.pid) if facts.pid else None)
         paths = [s["path"] for s in desired]
-        state.dirs = dict((path, _lstat(path)) for path in paths)
-        state.clients = dict((path, read_authorized_clients(path)) for path in [s["path"] for s in block] + paths)
-        state.is_dir = dict((path, os.path.isdir(path)) for path in list(absent) + state.drop_in_paths())
-        state.ob_configs = dict((path, read_ob_config(path)) for path in [s["path"] for s in block] + paths)
+        state.dirs = {path: _lstat(path) for path in paths}
+        state.clients = {path: read_authorized_clients(path) for path in [s["path"] for s in block] + paths}
+        state.is_dir = {path: os.path.isdir(path) for path in list(absent) + state.drop_in_paths()}
+        state.ob_configs = {path: read_ob_config(path) for path in [s["path"] for s in block] + paths}
         for service in desired:
             if service.get("onionbalance_frontend"):
                 try:
@@ -1036,184 +867,3 @@ class PersistentManager(object):
         for path in paths:
             while not os.path.exists(os.path.join(path, "hostname")) and time.monotonic() < deadline:
                 time.sleep(0.05)
-
-
-# -- ephemeral services ------------------------------------------------------------------------
-def _ephemeral_view(ports, max_streams, client_auth, pow_options=None):
-    return {"ports": ports, "max_streams": max_streams, "client_auth_v3": sorted(client_auth),
-            "pow": hs.normalize_group("pow", pow_options)}
-
-
-def _recorded_view(view):
-    """A view from the record; one written before pow existed had tor's default."""
-    if not isinstance(view, dict):
-        return view
-    return dict(view, pow=view.get("pow") or capabilities.default_pow())
-
-
-def _describe_ephemeral(sid, view):
-    return {"type": "ephemeral", "service_id": sid, "onion_address": sid + ".onion", "detached": True,
-            "ports": view["ports"] if view else None, "max_streams": view["max_streams"] if view else None,
-            "client_auth_v3": view["client_auth_v3"] if view else None, "pow": view["pow"] if view else None}
-
-
-def apply_ephemeral(ctl, state, check_mode=False, lock_timeout=DEFAULT_TIMEOUT, run_command=None, **options):
-    """Create (ADD_ONION, always detached) or remove (DEL_ONION) an ephemeral service.
-    options: ports, private_key, service_id, max_streams, client_auth_v3, discard_pk, pow_options (the
-    pow group: ADD_ONION's PoW keywords, tor 0.4.9.2-alpha and later; checked before anything).
-
-    Returns {'changed', 'service', 'private_key' (only a key tor generated), 'diff'}. A change
-    holds the tor's lock: the record of configurations in the DataDirectory is a
-    read-modify-write shared with every other run."""
-    facts = TorFacts(ctl)
-    wanted_pow = hs.normalize_group("pow", options.get("pow_options"))
-    if state != "absent" and wanted_pow != capabilities.default_pow():   # before anything, check mode too
-        capabilities.Capabilities.read(ctl, facts.version, run_command).check_add_onion_pow(wanted_pow)
-    if check_mode:
-        out = _apply_ephemeral(ctl, facts, state, check_mode=True, **options)
-    else:
-        with tor_lock(ctl, facts, lock_timeout):
-            out = _apply_ephemeral(ctl, facts, state, **options)
-    return dict(out, tor=facts.summary())
-
-
-def _apply_ephemeral(ctl, facts, state, check_mode=False, **options):
-    record = hs.read_ephemeral_record(facts.data_dir) if facts.data_dir else {}
-    onions = ctl.list_onions()
-    running = set(onions["detached"]) | set(onions["current"])
-    record = dict((sid, _recorded_view(view)) for sid, view in record.items() if sid in running)
-    steps = plan_ephemeral(record, running, state, **options)
-    if check_mode or steps.action is None:
-        return steps.result
-    if steps.action == "remove":
-        ctl.del_onion(steps.service_id)
-        record.pop(steps.service_id, None)
-        _save_record(facts, record)
-        return steps.result
-    sid, returned_key = _check_added(ctl, steps, _add_onion(ctl, steps))
-    record[sid] = steps.view
-    _save_record(facts, record)
-    return {"changed": True, "service": _describe_ephemeral(sid, steps.view), "private_key": returned_key,
-            "diff": {"before": steps.result["diff"]["before"], "after": _describe_ephemeral(sid, steps.view)}}
-
-
-class EphemeralPlan(object):
-    """What plan_ephemeral() decided. action: None (nothing to do), 'remove' (DEL_ONION
-    service_id) or 'add' (ADD_ONION of view with key and flags, after DEL_ONION of the running
-    service_id when replace; old_view is its configuration, put back when tor refuses the new one).
-    result: the module's result as far as it is known before tor answers (all of it for None and
-    'remove', the check-mode result for 'add')."""
-
-    def __init__(self, action, service_id, result, view=None, old_view=None, replace=False, flags=(),
-                 key=("NEW", "ED25519-V3"), own_key=False):
-        self.action = action
-        self.service_id = service_id
-        self.result = result
-        self.view = view
-        self.old_view = old_view
-        self.replace = replace
-        self.flags = list(flags)
-        self.key_type, self.key_blob = key
-        self.own_key = own_key
-
-
-def plan_ephemeral(record, running, state, ports=None, private_key=None, service_id=None, max_streams=None,
-                   client_auth_v3=(), discard_pk=False, pow_options=None):
-    """An EphemeralPlan from the record of configurations ({service id: view} of the running
-    services) and the ids tor runs, or a ServiceError (an OnionKeyError for a bad key)."""
-    record = dict((sid, _recorded_view(view)) for sid, view in record.items())
-    if private_key is not None:
-        sid_of_key = onion.service_id_of_key(private_key)
-        if service_id and service_id != sid_of_key:
-            raise ServiceError("service_id does not belong to private_key")
-        service_id = sid_of_key
-    if service_id is not None and not onion.is_service_id(service_id):
-        raise ServiceError("service_id must be a v3 service id (56 base32 characters, no .onion)")
-    if state == "absent":
-        if service_id is None:
-            raise ServiceError("removing an ephemeral service needs service_id or private_key")
-        present = service_id in running
-        before = _describe_ephemeral(service_id, record.get(service_id)) if present else {}
-        return EphemeralPlan("remove" if present else None, service_id,
-                             {"changed": present, "service": None, "private_key": None,
-                              "diff": {"before": before, "after": {}}})
-    view = _ephemeral_view([hs.normalize_port(p) for p in ports or []], max_streams,
-                           [onion.check_client_public_key(k) for k in client_auth_v3 or []], pow_options)
-    if not view["ports"]:
-        raise ServiceError("an ephemeral service needs at least one port")
-    if service_id is not None and private_key is None:
-        raise ServiceError("service_id alone cannot create an ephemeral service; give private_key (or neither "
-                           "to let tor generate a key)")
-    replace = service_id is not None and service_id in running
-    if replace and record.get(service_id) == view:
-        same = _describe_ephemeral(service_id, view)
-        return EphemeralPlan(None, service_id, {"changed": False, "service": same, "private_key": None,
-                                                "diff": {"before": same, "after": same}})
-    result = {"changed": True, "service": _describe_ephemeral(service_id, view) if service_id else None,
-              "private_key": None,
-              "diff": {"before": _describe_ephemeral(service_id, record.get(service_id)) if replace else {},
-                       "after": _describe_ephemeral(service_id or "(new)", view)}}
-    own_key = private_key is not None
-    return EphemeralPlan("add", service_id, result, view=view, old_view=record.get(service_id) if replace else None,
-                         replace=replace, flags=["Detach"] + (["DiscardPK"] if discard_pk or own_key else []),
-                         key=(onion.key_blob(onion.parse_key_blob(private_key)).split(":", 1) if own_key
-                              else ("NEW", "ED25519-V3")), own_key=own_key)
-
-
-def _add_onion(ctl, steps):
-    """ADD_ONION of the plan's service, after DEL_ONION of the one it replaces (same key, new
-    configuration: tor has no way to change it in place); a refused change must not cost the
-    running service: its old configuration is added back. Returns tor's reply."""
-    def add(view):
-        pow_options = view.get("pow") or capabilities.default_pow()
-        pow_args = {} if pow_options == capabilities.default_pow() else dict(
-            pow_defenses_enabled=pow_options["enabled"], pow_queue_rate=pow_options["queue_rate"],
-            pow_queue_burst=pow_options["queue_burst"])   # only sent when asked for: older tors refuse them
-        return ctl.add_onion([(p["port"], hs.port_to_add_onion(p).split(",", 1)[1]) for p in view["ports"]],
-                             key_type=steps.key_type, key_blob=steps.key_blob, flags=steps.flags,
-                             max_streams=view["max_streams"], client_auth_v3=view["client_auth_v3"], **pow_args)
-
-    if steps.replace:
-        ctl.del_onion(steps.service_id)
-    try:
-        return add(steps.view)
-    except OperationFailed:
-        if steps.old_view:
-            try:
-                add(steps.old_view)
-            except TorError:
-                pass
-        raise
-
-
-def _check_added(ctl, steps, reply):
-    """(service id, key tor generated or None) of an ADD_ONION reply; a service whose id or key
-    does not belong together with what we gave is removed again and refused."""
-    sid = reply["service_id"]
-    if not onion.is_service_id(sid):
-        raise ProtocolError("tor returned a ServiceID that is not a valid v3 address")
-    if steps.own_key:
-        if sid != steps.service_id:
-            ctl.del_onion(sid)
-            raise ProtocolError("tor returned a ServiceID that does not belong to the key we gave it")
-        return sid, None
-    if reply.get("private_key") is None:
-        return sid, None
-    try:
-        if onion.service_id_of_key(reply["private_key"]) != sid:
-            raise onion.OnionKeyError("mismatch")
-    except onion.OnionKeyError:
-        ctl.del_onion(sid)
-        raise ProtocolError("tor returned a PrivateKey that does not belong to its ServiceID; removed it")
-    return sid, reply["private_key"]
-
-
-def _save_record(facts, record):
-    # Only into a directory that is a running tor's DataDirectory (tor holds its "lock" file
-    # there): a peer that is not tor must not make us write into /etc or the like.
-    if not facts.data_dir or not os.path.isfile(os.path.join(facts.data_dir, "lock")):
-        return
-    try:
-        hs.write_ephemeral_record(facts.data_dir, record)
-    except OSError:
-        pass
