@@ -219,7 +219,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._common import (
     module_kwargs,
 )
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import client_auth as ca
-from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import files
 
 
 class _Refusal(Exception):
@@ -343,7 +343,7 @@ def _unlink(path):
     """Remove a file of tor's ClientOnionAuthDir, its directory opened without following a link
     (tor's user owns it, often its parent too)."""
     try:
-        dir_fd = hs.open_dir(os.path.dirname(path))
+        dir_fd = files.open_dir(os.path.dirname(path))
     except FileNotFoundError:
         return
     try:
@@ -435,10 +435,10 @@ def _files(module, sid, key, name):
         # tor's user may own the directory and its parent: every change goes through the
         # directory's descriptor (opened without following a link), none through a path
         uid, gid = owner if owner else (-1, -1)
-        dir_fd = hs.make_dir(directory, 0o700, uid, gid) if make_dir else hs.open_dir(directory)
+        dir_fd = files.make_dir(directory, 0o700, uid, gid) if make_dir else files.open_dir(directory)
         try:
             if fix_dir:
-                hs.set_owner_mode(dir_fd, 0o700, uid, gid)
+                files.set_owner_mode(dir_fd, 0o700, uid, gid)
             for path in strays:
                 try:
                     os.unlink(os.path.basename(path), dir_fd=dir_fd)
@@ -447,7 +447,7 @@ def _files(module, sid, key, name):
             if write:
                 ca.write_file(own_file, ca.format_line(sid, key), uid, gid, dir_fd=dir_fd)
             elif fix_file:
-                hs.fix_file(os.path.basename(own_file), 0o600, uid, gid, dir_fd=dir_fd, shown=own_file)
+                files.fix_file(os.path.basename(own_file), 0o600, uid, gid, dir_fd=dir_fd, shown=own_file)
         finally:
             os.close(dir_fd)
         listed = ca.read_dir(directory)[0]

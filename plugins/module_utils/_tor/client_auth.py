@@ -53,7 +53,7 @@ import os
 import re
 import stat
 
-from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import files
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import (
     OperationFailed,
     ProtocolError,
@@ -88,7 +88,7 @@ OLD_TOR_HINT = "client authorization over the control port needs tor 0.4.3 or la
 ADD, REMOVE, VIEW = "ONION_CLIENT_AUTH_ADD", "ONION_CLIENT_AUTH_REMOVE", "ONION_CLIENT_AUTH_VIEW"
 
 
-class Credential(object):
+class Credential:
     """One credential: service id (no .onion), the 32-byte private key, name, flags.
 
     The key is for comparison in memory: repr() and as_entry() never show it."""
@@ -384,9 +384,9 @@ def write_file(path, content, uid=-1, gid=-1, dir_fd=None):
     directory, base = os.path.split(path)
     tmp = ".%s.onionlab-new" % base
     if dir_fd is None:
-        hs.write_secret(path, content.encode("ascii"), os.path.join(directory, tmp), uid, gid)
+        files.write_secret(path, content.encode("ascii"), os.path.join(directory, tmp), uid, gid)
     else:
-        hs.write_secret(base, content.encode("ascii"), tmp, uid, gid, dir_fd=dir_fd)
+        files.write_secret(base, content.encode("ascii"), tmp, uid, gid, dir_fd=dir_fd)
 
 
 __all__ = ["Credential", "add", "remove", "view", "parse_view", "auth_dir", "check_service_id",

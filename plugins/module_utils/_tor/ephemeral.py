@@ -9,14 +9,34 @@ This is a private module_utils file of onionlab.tor; its API may change at any t
 
 from __future__ import annotations
 
+import json
 import os
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import capabilities
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import files
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import OperationFailed, ProtocolError, ServiceError, TorError
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.lock import DEFAULT_TIMEOUT
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.tor_facts import TorFacts, tor_lock
+
+# -- the record: what we asked tor for (tor cannot tell us the ports) ---------------------------
+EPHEMERAL_RECORD = "onionlab-ephemeral-services.json"
+
+
+def read_ephemeral_record(data_dir):
+    """The record in tor's DataDirectory ({} when none or unreadable): read as a regular file only,
+    never through a link tor's user put there, never from a FIFO."""
+    try:
+        record = json.loads(files.read_regular(os.path.join(data_dir, EPHEMERAL_RECORD), 1 << 22)[0].decode("utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def write_ephemeral_record(data_dir, record):
+    files.atomic_write(os.path.join(data_dir, EPHEMERAL_RECORD), json.dumps(record, sort_keys=True, indent=1), 0o600)
+
 
 def _ephemeral_view(ports, max_streams, client_auth, pow_options=None):
     return {"ports": ports, "max_streams": max_streams, "client_auth_v3": sorted(client_auth),
@@ -57,7 +77,7 @@ def apply_ephemeral(ctl, state, check_mode=False, lock_timeout=DEFAULT_TIMEOUT, 
 
 
 def _apply_ephemeral(ctl, facts, state, check_mode=False, **options):
-    record = hs.read_ephemeral_record(facts.data_dir) if facts.data_dir else {}
+    record = read_ephemeral_record(facts.data_dir) if facts.data_dir else {}
     onions = ctl.list_onions()
     running = set(onions["detached"]) | set(onions["current"])
     record = {sid: recorded_view(view) for sid, view in record.items() if sid in running}
@@ -193,6 +213,6 @@ def _save_record(facts, record):
     if not facts.data_dir or not os.path.isfile(os.path.join(facts.data_dir, "lock")):
         return
     try:
-        hs.write_ephemeral_record(facts.data_dir, record)
+        write_ephemeral_record(facts.data_dir, record)
     except OSError:
         pass

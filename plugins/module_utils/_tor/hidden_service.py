@@ -1,8 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, onionlab.tor contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Onion-service configuration as data: tor's HiddenService* block <-> service dicts, the
-managed drop-in file, torrc scanning, and the ephemeral-service record.
+"""Onion-service configuration as data (no file is read or written here): OPTIONS, ports, tor's
+HiddenService* block <-> service dicts, the managed drop-in's and ob_config's text, torrc lines.
+On disk: files.py (safe writes and reads), torrc_tree.py (torrc and its includes, the drop-in),
+ephemeral.py (the ephemeral-service record).
 
 This is a private module_utils file of onionlab.tor; its API may change at any time.
 
@@ -19,18 +21,14 @@ A unix-socket target is {'port': 80, 'target_address': 'unix:/run/web.sock', 'ta
 
 from __future__ import annotations
 
-import errno
-import glob
 import ipaddress
-import json
 import os
 import re
-import stat
-import tempfile
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import ProtocolError, TorError
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.reply import check_value, unquote
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.torrc import TOR_WIDE_OPTIONS
 
 
 class ServiceConfigError(TorError, ValueError):
@@ -68,15 +66,12 @@ for _row in OPTIONS:
         GROUPS.setdefault(_group, []).append(_member)
 # the options that need tor's pow module (tor --list-modules), besides a version
 NEEDS_MODULE = {"HiddenServicePoWDefensesEnabled": "pow"}
-_BY_TOR_NAME = dict((o[0].lower(), o) for o in OPTIONS)
-_BY_KEY = dict((o[1], o) for o in OPTIONS)
+_BY_TOR_NAME = {o[0].lower(): o for o in OPTIONS}
+_BY_KEY = {o[1]: o for o in OPTIONS}
 _EXTRA_KEY_RE = re.compile(r"^HiddenService[A-Za-z0-9]+\Z")
 _RESERVED = set(["hiddenservicedir", "hiddenserviceport"]) | set(_BY_TOR_NAME)
-# HiddenService* options that are tor-wide, not per service: in a service's block they would
-# change every service of the tor (and single-hop/non-anonymous mode ends the service side's anonymity)
-TOR_WIDE = {"hiddenservicesinglehopmode": "HiddenServiceSingleHopMode",
-            "hiddenservicenonanonymousmode": "HiddenServiceNonAnonymousMode",
-            "hiddenservicestatistics": "HiddenServiceStatistics"}
+# HiddenService* options that are tor-wide, not per service (torrc.py's list): {lower-case name: name}
+TOR_WIDE = {name.lower(): name for name in TOR_WIDE_OPTIONS}
 DEFAULT_TARGET = "127.0.0.1"
 # an Onionbalance backend: the flag in tor's block, the frontend's address in <HiddenServiceDir>/ob_config
 # (tor 0.4.4+, hs_ob.c). A parsed block only knows the flag: its onionbalance_frontend is OB_FLAG until
@@ -365,7 +360,7 @@ def normalize_service(params):
     service = default_service(path)
     ports = params.get("ports") or []
     service["ports"] = [normalize_port(p) for p in ports]
-    groups = dict((group, _group_params(params, group)) for group in GROUPS)
+    groups = {group: _group_params(params, group) for group in GROUPS}
     for _tor, key, kind, _default, limits, _since in OPTIONS:
         if "." in key:
             group, member = key.split(".")
@@ -477,7 +472,7 @@ def config_view(service):
     """What to compare and show in a diff: the service without derived keys."""
     keys = (["path", "ports"] + [o[1] for o in OPTIONS if "." not in o[1]] + sorted(GROUPS) + ["extra_options"]
             + ["onionbalance_frontend"])
-    return dict((k, dict(service[k]) if k in GROUPS else service[k]) for k in keys if k in service)
+    return {k: dict(service[k]) if k in GROUPS else service[k] for k in keys if k in service}
 
 
 # -- the managed drop-in file ------------------------------------------------------------------
@@ -532,238 +527,22 @@ def parse_drop_in(text):
     return services_from_conf(parse_torrc_lines(text))
 
 
-def read_drop_in(path):
-    """Services in our drop-in (None when the file does not exist)."""
-    try:
-        with open(path) as handle:
-            text = handle.read()
-    except FileNotFoundError:
-        return None
-    return parse_drop_in(text)
+# -- names that moved to the files of disk work -------------------------------------------------
+# Still importable from here for the callers that took them from here (tests, plugin_utils,
+# _onion_service_deploy.py): imported on first use, since those files import this one.
+_MOVED_TO_FILES = frozenset(["atomic_write", "open_dir", "set_owner_mode", "make_dir", "fix_file", "read_regular",
+                             "write_secret", "SWAPPED", "NOT_A_FILE"])
+_MOVED_TO_TORRC_TREE = frozenset(["read_drop_in", "torrc_files", "includes", "torrc_service_dirs"])
+_MOVED_TO_EPHEMERAL = frozenset(["EPHEMERAL_RECORD", "read_ephemeral_record", "write_ephemeral_record"])
 
 
-def atomic_write(path, text, mode=0o644):
-    """Write text (or bytes) via a uniquely named temp file in the same directory (O_EXCL: two
-    writers never share one) and rename: never a half-written file. The mode is set on the open
-    file (fchmod), never by path: in a directory another user can write, the temp file's name
-    could be swapped for a symbolic link to a file of root's."""
-    directory = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".onionlab.", dir=directory)
-    try:
-        with os.fdopen(fd, "wb" if isinstance(text, bytes) else "w") as handle:
-            os.fchmod(handle.fileno(), mode)
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.rename(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
-# -- writing where another user (tor's) can swap a name for a symbolic link ---------------------
-# Root writes into directories that tor's user owns (service directories, authorized_clients,
-# ClientOnionAuthDir, DataDirectory). There, every name may be replaced by a symbolic link between
-# two system calls, so nothing is done by path that follows one: directories are opened with
-# O_DIRECTORY|O_NOFOLLOW and changed through the descriptor, files made with O_EXCL|O_NOFOLLOW
-# and given their owner and mode on the descriptor, names inside resolved against the directory's
-# descriptor (dir_fd).
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-SWAPPED = ("not a plain directory (a symbolic link, or swapped for one while this run worked): root follows no "
-           "link where another user can put one, so nothing was done through it")
-NOT_A_FILE = ("not a regular file (a symbolic link, or swapped for one while this run worked): root follows no "
-              "link where another user can put one, so nothing was done through it")
-
-
-def _refusal(exc, path, message):
-    """The OSError for a name that O_NOFOLLOW (ELOOP) or O_DIRECTORY (ENOTDIR) refused; another
-    error named after path (the whole path where the call had a name in a dir_fd)."""
-    if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
-        return OSError(exc.errno, message, path)
-    exc.filename = path
-    return exc
-
-
-def open_dir(path, dir_fd=None, shown=None):
-    """A descriptor of the directory `path` (relative to dir_fd when given), never through a
-    symbolic link at its last component (an OSError saying so instead, naming `shown` or path)."""
-    try:
-        return os.open(path, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=dir_fd)
-    except OSError as exc:
-        raise _refusal(exc, shown or path, SWAPPED)
-
-
-def set_owner_mode(fd, mode, uid=-1, gid=-1):
-    """fchown when uid/gid (-1: unchanged) differ from what the file has, then fchmod (after: a
-    chown may clear set-id bits)."""
-    st = os.fstat(fd)
-    if uid not in (-1, st.st_uid) or gid not in (-1, st.st_gid):
-        os.fchown(fd, uid, gid)
-    os.fchmod(fd, mode)
-
-
-def make_dir(path, mode=0o700, uid=-1, gid=-1, dir_fd=None, shown=None):
-    """mkdir, then the new directory opened without following a link and given mode and owner
-    through its descriptor, which is returned (the caller closes it). A name swapped between the
-    two calls is refused: a symbolic link, or a directory that is no longer the one this call made
-    (not owned by us)."""
-    try:
-        os.mkdir(path, mode, dir_fd=dir_fd)
-    except OSError as exc:
-        raise _refusal(exc, shown or path, SWAPPED)
-    fd = open_dir(path, dir_fd, shown)
-    try:
-        if os.fstat(fd).st_uid != os.geteuid():
-            raise OSError(errno.EEXIST, "replaced by another directory while this run made it (by another user "
-                          "who can write its parent): nothing was done in it", shown or path)
-        set_owner_mode(fd, mode, uid, gid)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def fix_file(path, mode, uid=-1, gid=-1, dir_fd=None, shown=None):
-    """Give a regular file mode and owner through its descriptor, never through a symbolic link."""
-    try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC, dir_fd=dir_fd)
-    except OSError as exc:
-        raise _refusal(exc, shown or path, NOT_A_FILE)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, NOT_A_FILE, shown or path)
-        set_owner_mode(fd, mode, uid, gid)
-    finally:
-        os.close(fd)
-
-
-def read_regular(path, limit, dir_fd=None, shown=None):
-    """(bytes, os.stat_result) of a regular file, at most limit bytes, never through a symbolic
-    link and never blocking on a FIFO (an OSError instead)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC, dir_fd=dir_fd)
-    except OSError as exc:
-        raise _refusal(exc, shown or path, NOT_A_FILE)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(errno.EINVAL, NOT_A_FILE, shown or path)
-        chunks, size = [], 0
-        while size < limit:
-            chunk = os.read(fd, limit - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        return b"".join(chunks), st
-    finally:
-        os.close(fd)
-
-
-def write_secret(path, data, tmp, uid=-1, gid=-1, mode=0o600, dir_fd=None):
-    """Write bytes to path atomically for a secret: tmp (a fixed name beside path, so that a
-    leftover of an interrupted run is known and removed first) is made with O_EXCL and
-    O_NOFOLLOW, given mode (0600 unless told) and uid/gid (-1: unchanged) on its descriptor before
-    it holds anything, fsynced and renamed. With dir_fd, path and tmp are names in that directory.
-    A failure removes tmp."""
-    try:
-        os.unlink(tmp, dir_fd=dir_fd)
-    except FileNotFoundError:
-        pass
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600, dir_fd=dir_fd)
-    try:
-        try:
-            set_owner_mode(fd, mode, uid, gid)
-            while data:
-                data = data[os.write(fd, data):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.rename(tmp, path, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-    except BaseException:
-        try:
-            os.unlink(tmp, dir_fd=dir_fd)
-        except OSError:
-            pass
-        raise
-
-
-def torrc_files(config_file, skip=None):
-    """config_file and every file it %includes (recursively), in order, skipping `skip`."""
-    out = []
-    seen = set()
-
-    def visit(path, depth):
-        real = os.path.realpath(path)
-        if real in seen or depth > 8 or (skip and real == os.path.realpath(skip)):
-            return
-        seen.add(real)
-        try:
-            with open(path) as handle:
-                text = handle.read()
-        except OSError:
-            return
-        out.append((path, text))
-        for key, value in parse_torrc_lines(text):
-            if key.lower() != "%include":
-                continue
-            if os.path.isdir(value):
-                names = sorted(n for n in os.listdir(value) if not n.startswith("."))
-                targets = [os.path.join(value, n) for n in names]
-            else:
-                targets = sorted(glob.glob(value))
-            for target in targets:
-                if os.path.isfile(target):
-                    visit(target, depth + 1)
-
-    visit(config_file, 0)
-    return out
-
-
-def includes(config_file, drop_in):
-    """Whether config_file (with its includes) %includes the drop-in file."""
-    want = os.path.realpath(drop_in)
-    for _path, text in torrc_files(config_file):
-        for key, value in parse_torrc_lines(text):
-            if key.lower() != "%include":
-                continue
-            if os.path.isdir(value):
-                if os.path.dirname(want) == os.path.realpath(value):
-                    return True
-            elif os.path.realpath(value) == want or want in [os.path.realpath(p) for p in glob.glob(value)]:
-                return True
-    return False
-
-
-def torrc_service_dirs(config_file, drop_in):
-    """HiddenServiceDir paths that torrc (and its includes, but not our drop-in) defines."""
-    dirs = {}
-    for path, text in torrc_files(config_file, skip=drop_in):
-        for key, value in parse_torrc_lines(text):
-            if key.lower() == "hiddenservicedir":
-                dirs[os.path.normpath(value)] = path
-    return dirs
-
-
-# -- ephemeral services: what we asked tor for (tor cannot tell us the ports) --------------------
-EPHEMERAL_RECORD = "onionlab-ephemeral-services.json"
-
-
-def read_ephemeral_record(data_dir):
-    """The record in tor's DataDirectory ({} when none or unreadable): read as a regular file only,
-    never through a link tor's user put there, never from a FIFO."""
-    try:
-        record = json.loads(read_regular(os.path.join(data_dir, EPHEMERAL_RECORD), 1 << 22)[0].decode("utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return record if isinstance(record, dict) else {}
-
-
-def write_ephemeral_record(data_dir, record):
-    atomic_write(os.path.join(data_dir, EPHEMERAL_RECORD), json.dumps(record, sort_keys=True, indent=1), 0o600)
+def __getattr__(name):
+    if name in _MOVED_TO_FILES:
+        from ansible_collections.onionlab.tor.plugins.module_utils._tor import files as module
+    elif name in _MOVED_TO_TORRC_TREE:
+        from ansible_collections.onionlab.tor.plugins.module_utils._tor import torrc_tree as module
+    elif name in _MOVED_TO_EPHEMERAL:
+        from ansible_collections.onionlab.tor.plugins.module_utils._tor import ephemeral as module
+    else:
+        raise AttributeError("module %r has no attribute %r" % (__name__, name))
+    return getattr(module, name)

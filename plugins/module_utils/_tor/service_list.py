@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import ephemeral
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import files
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.tor_facts import TorFacts
@@ -23,9 +24,9 @@ AUTH_DIR = "authorized_clients"
 def _open_auth_dir(path):
     """A descriptor of <path>/authorized_clients, each of the two opened without following a link
     (tor's user owns both the service directory and its parent)."""
-    service_fd = hs.open_dir(path)
+    service_fd = files.open_dir(path)
     try:
-        return hs.open_dir(AUTH_DIR, service_fd, os.path.join(path, AUTH_DIR))
+        return files.open_dir(AUTH_DIR, service_fd, os.path.join(path, AUTH_DIR))
     finally:
         os.close(service_fd)
 
@@ -44,7 +45,7 @@ def read_authorized_clients(path):
             if not name.endswith(".auth"):
                 continue
             try:
-                data, _st = hs.read_regular(name, 1024, dir_fd=auth_fd)
+                data, _st = files.read_regular(name, 1024, dir_fd=auth_fd)
             except OSError:
                 continue
             text = data.decode("utf-8", "replace").strip()
@@ -61,7 +62,7 @@ def read_ob_config(path):
     """The text of a service directory's ob_config (None: no such file, or unreadable, or not a
     regular file)."""
     try:
-        return hs.read_regular(os.path.join(path, hs.OB_CONFIG), 4096)[0].decode("utf-8")
+        return files.read_regular(os.path.join(path, hs.OB_CONFIG), 4096)[0].decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return None
 
@@ -89,7 +90,7 @@ def list_services(ctl, facts=None):
     facts = facts or TorFacts(ctl)
     persistent = hs.services_from_conf(ctl.get_conf("HiddenServiceOptions"))
     onions = ctl.list_onions()
-    record = hs.read_ephemeral_record(facts.data_dir) if facts.data_dir else {}
+    record = ephemeral.read_ephemeral_record(facts.data_dir) if facts.data_dir else {}
     result = [describe_persistent(s) for s in persistent]
     for kind in ("detached", "current"):
         for sid in onions[kind]:

@@ -30,9 +30,11 @@ import stat
 import time
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import capabilities
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import files
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import sandbox as _sandbox
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import torrc_tree
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import (
     ConnectionFailed, OperationFailed, ProtocolError, ServiceError, TorError)
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.lock import DEFAULT_TIMEOUT
@@ -458,13 +460,13 @@ def _make_dir(path, facts):
     parent = os.path.dirname(path)
     if not os.path.isdir(parent):
         raise ServiceError("the parent directory %s of %s does not exist" % (parent, path))
-    os.close(hs.make_dir(path, 0o700, *_tor_owner(facts)))
+    os.close(files.make_dir(path, 0o700, *_tor_owner(facts)))
 
 
 def _unlink_in(path, name):
     """Remove a file of a service directory (opened without following a link); none is fine."""
     try:
-        dir_fd = hs.open_dir(path)
+        dir_fd = files.open_dir(path)
     except FileNotFoundError:
         return
     try:
@@ -488,7 +490,7 @@ def _saved_client_file(name, auth_fd, shown):
         return None
     if stat.S_ISLNK(st.st_mode):
         return ("link", os.readlink(name, dir_fd=auth_fd), st)
-    data, st = hs.read_regular(name, _AUTH_FILE_MAX + 1, dir_fd=auth_fd, shown=shown)
+    data, st = files.read_regular(name, _AUTH_FILE_MAX + 1, dir_fd=auth_fd, shown=shown)
     if len(data) > _AUTH_FILE_MAX:
         raise ServiceError("%s is larger than %d bytes: not a client file; move it away" % (shown, _AUTH_FILE_MAX))
     return ("file", data, st)
@@ -505,7 +507,7 @@ def _put_back_client_file(name, saved, auth_fd):
         return
     kind, what, st = saved
     if kind == "file":
-        hs.write_secret(name, what, tmp, st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode), dir_fd=auth_fd)
+        files.write_secret(name, what, tmp, st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode), dir_fd=auth_fd)
         return
     try:
         os.unlink(tmp, dir_fd=auth_fd)
@@ -528,12 +530,12 @@ def _restore_client_files(path, saved, made):
     PersistentManager._write_clients); the directory goes when this run made it. Best effort:
     what cannot be put back does not hide the error that made the run stop."""
     try:
-        service_fd = hs.open_dir(path)
+        service_fd = files.open_dir(path)
     except OSError:
         return
     try:
         try:
-            auth_fd = hs.open_dir(AUTH_DIR, service_fd)
+            auth_fd = files.open_dir(AUTH_DIR, service_fd)
         except OSError:
             return
         try:
@@ -653,8 +655,8 @@ class PersistentManager:
         drop_in_text = _read_text(self.drop_in) if self.persist else None
         torrc_dirs, included, torrc_refusal = {}, True, None
         if self.persist and facts.config_file:
-            torrc_dirs = hs.torrc_service_dirs(facts.config_file, self.drop_in)
-            included = hs.includes(facts.config_file, self.drop_in)
+            torrc_dirs = torrc_tree.torrc_service_dirs(facts.config_file, self.drop_in)
+            included = torrc_tree.includes(facts.config_file, self.drop_in)
             if self.include and not included:
                 torrc_refusal = _torrc_refusal(facts.config_file)
         state = PersistentState(block, persist=self.persist, drop_in=self.drop_in, include=self.include,
@@ -756,6 +758,7 @@ class PersistentManager:
                 directory = os.path.dirname(self.drop_in)
                 if not os.path.isdir(directory):
                     os.makedirs(directory, 0o755)
+                # through hidden_service, whose file the drop-in is (a test replaces the writer there)
                 hs.atomic_write(self.drop_in, steps.drop_in_text, 0o644)
             if steps.include_change:
                 self._add_include()
@@ -778,13 +781,13 @@ class PersistentManager:
         every name is resolved against their descriptors, opened without following a link."""
         uid, gid = _tor_owner(self.facts)
         directory = os.path.join(path, AUTH_DIR)
-        service_fd = hs.open_dir(path)
+        service_fd = files.open_dir(path)
         made = False
         try:
             try:
-                auth_fd = hs.open_dir(AUTH_DIR, service_fd, directory)
+                auth_fd = files.open_dir(AUTH_DIR, service_fd, directory)
             except FileNotFoundError:
-                auth_fd = hs.make_dir(AUTH_DIR, 0o700, uid, gid, dir_fd=service_fd, shown=directory)
+                auth_fd = files.make_dir(AUTH_DIR, 0o700, uid, gid, dir_fd=service_fd, shown=directory)
                 made = True
         finally:
             os.close(service_fd)
@@ -798,7 +801,7 @@ class PersistentManager:
                 saved[file_name] = _saved_client_file(file_name, auth_fd, os.path.join(directory, file_name))
             for name, key in write.items():
                 file_name = name + ".auth"
-                hs.write_secret(file_name, ("descriptor:x25519:%s\n" % key).encode("ascii"),
+                files.write_secret(file_name, ("descriptor:x25519:%s\n" % key).encode("ascii"),
                                 file_name + ".onionlab-new", uid, gid, dir_fd=auth_fd)
             for name in delete:
                 os.unlink(name + ".auth", dir_fd=auth_fd)
@@ -815,9 +818,9 @@ class PersistentManager:
     def _write_ob_config(self, path, text):
         """ob_config (0600, tor's user) written to ob_config.onionlab-new and renamed, in the
         service directory opened without following a link."""
-        dir_fd = hs.open_dir(path)
+        dir_fd = files.open_dir(path)
         try:
-            hs.write_secret(hs.OB_CONFIG, text.encode("ascii"), hs.OB_CONFIG + ".onionlab-new",
+            files.write_secret(hs.OB_CONFIG, text.encode("ascii"), hs.OB_CONFIG + ".onionlab-new",
                             *_tor_owner(self.facts), dir_fd=dir_fd)
         finally:
             os.close(dir_fd)
@@ -842,11 +845,11 @@ class PersistentManager:
         from a run that died mid-write (runs hold the tor's lock, so none is writing it now):
         it is removed first; a failed write removes its own."""
         public = onion.ed25519_public_from_expanded(expanded)
-        dir_fd = hs.open_dir(path)   # tor's user owns it and its parent: no link followed
+        dir_fd = files.open_dir(path)   # tor's user owns it and its parent: no link followed
         try:
             for name, data in (("hs_ed25519_secret_key", onion.SECRET_HEADER + expanded),
                                ("hs_ed25519_public_key", onion.PUBLIC_HEADER + public)):
-                hs.write_secret(name, data, name + ".onionlab-new", *_tor_owner(self.facts), dir_fd=dir_fd)
+                files.write_secret(name, data, name + ".onionlab-new", *_tor_owner(self.facts), dir_fd=dir_fd)
             try:
                 os.unlink("hostname", dir_fd=dir_fd)  # tor writes it anew from the key
             except FileNotFoundError:

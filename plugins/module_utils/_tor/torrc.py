@@ -17,15 +17,21 @@ import re
 _SECRETS = (('httpproxyauthenticator', 10), ('httpsproxyauthenticator', 11), ('socks5proxyusername', 12),
             ('socks5proxypassword', 12), ('hashedcontrolpassword', 3), ('hashedcontrolsessionpassword', 28),
             ('__hashedcontrolsessionpassword', 3))
-_NON_ANONYMOUS_NAMES = (('hiddenservicesinglehopmode', 14), ('hiddenservicenonanonymousmode', 14))
+# HiddenService* options that are tor-wide, not of one service: in a service's block they would change every
+# service of the tor, and the first two (single-hop/non-anonymous mode) end the service side's anonymity
+TOR_WIDE_OPTIONS = ('HiddenServiceSingleHopMode', 'HiddenServiceNonAnonymousMode', 'HiddenServiceStatistics')
+NON_ANONYMOUS_OPTIONS = TOR_WIDE_OPTIONS[:2]
+# with the shortest beginning that tor 0.4.9 reads as each ('HiddenServiceS', 'HiddenServiceN')
+_NON_ANONYMOUS_NAMES = tuple((name.lower(), 14) for name in NON_ANONYMOUS_OPTIONS)
 # what tor's config line parser takes for blanks (TOR_ISSPACE)
 _TOR_SPACE = ' \t\n\v\f\r'
 _OPTION_NAME_RE = re.compile(r'^[A-Za-z0-9_]+$')
 _WARN_RE = re.compile(r' \[(warn|err)\] ')
 _LOG_LINE_RE = re.compile(r'^[A-Z][a-z]{2} [ 0-9]?[0-9] [0-9:.]+ \[[a-z]+\] ')
 # one item per onion service (its HiddenServiceDir line with the lines of that service) or per other line
-_ITEMS_RE = re.compile(r'^HiddenServiceDir .*(?:\nHiddenService(?!Dir |SingleHopMode |NonAnonymousMode |Statistics )'
-                       r'\S* .*)*|^(?!HiddenServiceDir ).+$', re.MULTILINE)
+_ITEMS_RE = re.compile(r'^HiddenServiceDir .*(?:\nHiddenService(?!Dir |%s)\S* .*)*|^(?!HiddenServiceDir ).+$'
+                       % '|'.join(re.escape(name[len('HiddenService'):]) + ' ' for name in TOR_WIDE_OPTIONS),
+                       re.MULTILINE)
 _MARKER_RE = re.compile(r'^# Written by the onionlab\.tor\.tor role', re.MULTILINE)
 
 

@@ -33,7 +33,7 @@ import sys
 import time
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import client as _client
-from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import files
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion_health
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import TorError
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.lock import LockTimeout, TorLock
@@ -75,10 +75,10 @@ def _read_state(path):
 
 def _atomic(path, text, mode=0o644):
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    hs.atomic_write(path, text, mode)
+    files.atomic_write(path, text, mode)
 
 
-class Watchdog(object):
+class Watchdog:
     """One run of the watchdog (run()); `connect`, `restart` and `clock` can be given (tests)."""
 
     def __init__(self, config, connect=None, restart=None, clock=time.time, out=None):
