@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import re
 
+from ansible.module_utils.common.yaml import yaml_load
+
 from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_native
 from ansible.plugins.action import ActionBase
@@ -35,6 +37,11 @@ MODULE = "onionlab.tor.onion_service_deploy"
 ROLE = "onion_service role"
 # what the summary file (plugin_utils/summary.py) reads of each key generation served
 SUMMARY_FIELDS = ("service", "name", "key", "generation", "ports", "previous_until", "onionbalance_frontend")
+# the role's variables are its argument spec's options: the task passes each one, without the prefix
+ROLE_SPEC = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                         "roles", "onion_service", "meta", "argument_specs.yml")
+PREFIX = "onion_service_"
+SHORT = {"onion_services": "services", "onion_service_dir": "service_dir"}   # the rest: without the prefix
 KEY_BLOB_RE = re.compile(r"ED25519-V3:[A-Za-z0-9+/=]+")
 BASE32_KEY_RE = re.compile(r"(?<![A-Za-z2-7])[A-Za-z2-7]{52}(?![A-Za-z2-7])")
 
@@ -56,16 +63,35 @@ def combine(base, *others):
     return out
 
 
+def task_argument_spec(path=ROLE_SPEC):
+    """The task's arguments: the role's variables (the options of its argument spec, without the prefix;
+    onion_services is services, onion_service_dir service_dir) with their type and default, and
+    known_variables (from the role's vars)."""
+    with open(path) as handle:
+        options = yaml_load(handle)["argument_specs"]["main"]["options"]
+    spec = dict(known_variables=dict(type="list", elements="str", default=[]))
+    for name, option in options.items():
+        short = SHORT.get(name, name[len(PREFIX):])
+        default = option.get("default")
+        spec[short] = dict((k, option[k]) for k in ("type", "elements", "choices") if k in option)
+        spec[short]["default"] = None if isinstance(default, str) and "{{" in default else default
+        spec[short]["no_log"] = short.endswith(("_keys", "password"))
+    return spec
+
+
+TASK_SPEC = task_argument_spec()
+
+
 class ActionModule(ActionBase):
 
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(deploy.argument_spec())
+    _VALID_ARGS = frozenset(TASK_SPEC)
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
         task_vars = task_vars or {}
-        dummy, args = self.validate_argument_spec(argument_spec=deploy.argument_spec(),
+        dummy, args = self.validate_argument_spec(argument_spec=TASK_SPEC,
                                                   mutually_exclusive=[("control_port", "control_socket")])
         host = task_vars.get("inventory_hostname")
         try:
@@ -136,11 +162,8 @@ class ActionModule(ActionBase):
         paths = dict((g["name"], os.path.join(service_dir, g["name"])) for g in present)
         escrowed = dict((g["name"], escrow.read(g["name"], KEY_FILE)) for g in present) \
             if args["backup"] or args["restore"] else {}
-        module_args = dict(
-            (k, args[k]) for k in ("service_dir", "prune", "remove_all", "state_file", "restore", "config_file",
-                                   "pow", "pow_supported", "tor_binary", "control_port", "control_host",
-                                   "control_socket", "control_password", "cookie_path", "timeout")
-            if args[k] is not None)
+        # the host's request: the role's variables of the same name as its fields, then what is made here
+        module_args = dict((k, args[k]) for k in deploy.argument_spec() if args.get(k) is not None)
         module_args.update(entries=entries, absent=absent, keys=keys)
         if args["restore"]:
             module_args["escrow_keys"] = dict(

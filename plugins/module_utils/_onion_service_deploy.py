@@ -9,8 +9,8 @@ controller's escrow lacks.
 
 This is a private module_utils file of onionlab.tor; its API may change at any time.
 
-The argument spec is shared with the action plugin (plugins/action/onion_service_deploy.py),
-which validates the role's arguments with it on the controller and sends the host its part.
+The argument spec is the host's request only; the action plugin (plugins/action/onion_service_deploy.py)
+takes the role's variables, checked against the role's own argument spec, and fills the request in.
 """
 
 from __future__ import annotations
@@ -31,29 +31,20 @@ KEY_FILE = "hs_ed25519_secret_key"
 
 
 def argument_spec():
-    """Every option of onion_service_deploy: the role's variables (read by the action plugin on the
-    controller) and the host's part that the action plugin fills in (entries, absent, keys, ...)."""
+    """What the host is asked (the module's options): the part of the role's variables the host reads and
+    what the action plugin (plugins/action/onion_service_deploy.py) makes for it on the controller (entries,
+    absent, keys, the escrow's keys and sums). The role's variables themselves are the task's arguments, checked
+    by the action plugin against the role's argument spec."""
     return control_argument_spec(
-        # the role's variables
-        services=dict(type="list", elements="dict", default=[]),
         service_dir=dict(type="path", default="/var/lib/tor"),
-        tor_user=dict(type="str", default="debian-tor"),
         prune=dict(type="bool", default=True),
         remove_all=dict(type="bool", default=False),
         state_file=dict(type="path"),
-        backup=dict(type="bool", default=True),
-        backup_dir=dict(type="path"),
         restore=dict(type="bool", default=True),
-        private_keys=dict(type="dict", default={}, no_log=True),
-        client_keys=dict(type="dict", default={}, no_log=True),
         config_file=dict(type="path", default="/etc/tor/torrc.d/onionlab_hidden_services.conf"),
-        defaults=dict(type="dict", default={}),
         pow=dict(type="bool", default=True),
         pow_supported=dict(type="bool"),
         tor_binary=dict(type="str", default="tor"),
-        known_variables=dict(type="list", elements="str", default=[]),
-        summary_file=dict(type="path"),
-        # the host's part, filled in by the action plugin
         entries=dict(type="list", elements="dict", default=[]),
         absent=dict(type="list", elements="dict", default=[],
                     options=dict(path=dict(type="path", required=True), purge=dict(type="bool", default=False))),

@@ -11,17 +11,20 @@ short_description: The onion_service role's work on one host, in one task
 version_added: 0.2.0
 description:
   - What the P(onionlab.tor.onion_service#role) role does on a host, as one task with an action plugin. It is
-    meant to be called by that role (its options are the role's variables without the C(onion_service_) prefix);
-    use the role.
-  - "On the controller: play variables that look like the role's but are not (O(known_variables)), the clients
-    of the services and their keys in the controller's escrow (made there when missing), each service's key
-    generations and profile (O(defaults), proof of work). Then one run on the host, where M(onionlab.tor.tor_hidden_service)'s
-    code does the work: whether this user may write the service directory and the drop-in's directory (nothing
-    else is done when not: RV(denied)); the role's record (O(state_file)) for pruning; every entry checked by tor's
-    rules before anything is written; the services marked absent and the pruned ones removed (keys kept);
-    the listed services in one atomic change, an escrowed key installed only where a directory holds none
-    (never over a key); the record written back; the keys that the escrow lacks or holds differently sent back.
-    Last, on the controller, those keys (0600 in 0700 directories) and each service's C(hostname) in the escrow."
+    meant to be called by that role; use the role. The task takes the role's variables without the
+    C(onion_service_) prefix (C(services) for O(onionlab.tor.onion_service#role:main:onion_services), C(service_dir)
+    for O(onionlab.tor.onion_service#role:main:onion_service_dir)), checked against the role's argument spec;
+    the options below are the request the action plugin sends the host.
+  - "On the controller: play variables that look like the role's but are not, the clients of the services and their
+    keys in the controller's escrow (made there when missing), each service's key generations and profile (the
+    role's O(onionlab.tor.onion_service#role:main:onion_service_defaults), proof of work). Then one run on the host,
+    where M(onionlab.tor.tor_hidden_service)'s code does the work: whether this user may write the service directory
+    and the drop-in's directory (nothing else is done when not: RV(denied)); the role's record (O(state_file)) for
+    pruning; every entry checked by tor's rules before anything is written; the services marked absent and the
+    pruned ones removed (keys kept); the listed services in one atomic change, an escrowed key installed only where
+    a directory holds none (never over a key); the record written back; the keys that the escrow lacks or holds
+    differently sent back. Last, on the controller, those keys (0600 in 0700 directories) and each service's
+    C(hostname) in the escrow."
   - Keys never appear in its result, its messages or its diff.
 author:
   - onionlab.tor contributors (@onionlab)
@@ -38,20 +41,10 @@ attributes:
     details:
       - One diff per change of tor's services (removals, then the listed services); never a key.
 options:
-  services:
-    description: The role's O(onionlab.tor.onion_service#role:main:onion_services).
-    type: list
-    elements: dict
-    default: []
   service_dir:
     description: The role's O(onionlab.tor.onion_service#role:main:onion_service_dir).
     type: path
     default: /var/lib/tor
-  tor_user:
-    description: The role's O(onionlab.tor.onion_service#role:main:onion_service_tor_user) (keys and directories
-      are given to the user tor runs as).
-    type: str
-    default: debian-tor
   prune:
     description: The role's O(onionlab.tor.onion_service#role:main:onion_service_prune).
     type: bool
@@ -63,33 +56,14 @@ options:
   state_file:
     description: The role's O(onionlab.tor.onion_service#role:main:onion_service_state_file); none kept when not given.
     type: path
-  backup:
-    description: The role's O(onionlab.tor.onion_service#role:main:onion_service_backup).
-    type: bool
-    default: true
-  backup_dir:
-    description: The role's O(onionlab.tor.onion_service#role:main:onion_service_backup_dir); required.
-    type: path
   restore:
     description: The role's O(onionlab.tor.onion_service#role:main:onion_service_restore).
     type: bool
     default: true
-  private_keys:
-    description: The role's O(onionlab.tor.onion_service#role:main:onion_service_private_keys).
-    type: dict
-    default: {}
-  client_keys:
-    description: The role's O(onionlab.tor.onion_service#role:main:onion_service_client_keys).
-    type: dict
-    default: {}
   config_file:
     description: The role's O(onionlab.tor.onion_service#role:main:onion_service_config_file).
     type: path
     default: /etc/tor/torrc.d/onionlab_hidden_services.conf
-  defaults:
-    description: The role's O(onionlab.tor.onion_service#role:main:onion_service_defaults).
-    type: dict
-    default: {}
   pow:
     description: The role's O(onionlab.tor.onion_service#role:main:onion_service_pow).
     type: bool
@@ -101,18 +75,6 @@ options:
     description: The role's O(onionlab.tor.onion_service#role:main:onion_service_tor_binary).
     type: str
     default: tor
-  known_variables:
-    description: The names starting with C(onion_servi) that are not a typo (the role's options and its own
-      names); any other play variable starting so fails the task, naming it and the name it probably means.
-      Empty checks nothing.
-    type: list
-    elements: str
-    default: []
-  summary_file:
-    description: "The role's O(onionlab.tor.onion_service#role:main:onion_service_summary_file), on the controller;
-      this host's entries are merged into it under a lock (a failed host's entries are kept, marked
-      C(refreshed: false)). Unset or empty writes none; nothing is written in check mode."
-    type: path
   entries:
     description: Set by the action plugin (the services for the host, as M(onionlab.tor.tor_hidden_service)'s
       O(onionlab.tor.tor_hidden_service#module:services) without keys); what a task gives is replaced.
@@ -161,7 +123,7 @@ seealso:
 """
 
 EXAMPLES = r"""
-# The role calls it; as a task of its own (the role's defaults spelled out):
+# The role calls it with its variables (without the onion_service_ prefix); as a task of its own:
 - name: The services of this host
   onionlab.tor.onion_service_deploy:
     services:
