@@ -59,6 +59,7 @@ class H(http.server.BaseHTTPRequestHandler):
 http.server.ThreadingHTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()
 '''
 APP_LOG = '/var/log/onionlab-circuit-app.log'
+SOCKET = '/run/haproxy/onion-sock.sock'  # the second service: HAProxy on a unix socket, tor's target unix:
 
 
 def _say(msg):
@@ -161,7 +162,9 @@ class Site(object):
     def onion_services(self, **options):
         return [{'name': 'web', 'ports': [{'port': 80, 'target_port': self.listen_port}],
                  'options': dict({'export_circuit_id': 'haproxy', 'max_streams': 2 * CONNS,
-                                  'max_streams_close_circuit': True}, **options)}]
+                                  'max_streams_close_circuit': True}, **options)},
+                {'name': 'sock', 'ports': [{'port': 80, 'target_address': 'unix:' + SOCKET}],
+                 'options': {'export_circuit_id': 'haproxy'}}]
 
     def vars(self, onion_services, **extra):
         service = dict({'name': 'web', 'onion_service': 'web', 'listen_port': self.listen_port,
@@ -172,7 +175,8 @@ class Site(object):
             'onion_service_control_port': '{{ testbed_tor_control_port }}',
             'onion_service_backup_dir': str(self.tmp / 'escrow'),
             'onion_service_summary_file': '',
-            'onion_haproxy_services': [service]}))
+            'onion_haproxy_services': [service, {'name': 'sock', 'onion_service': 'sock', 'listen_socket': SOCKET,
+                                                 'backend': '127.0.0.1:%d' % self.app_port}]}))
 
     def run(self, name, check=False):
         t0 = time.monotonic()
@@ -217,16 +221,18 @@ def site(bed, privnet, tmp_path_factory):
     _say('site playbook: first run %.1fs; the role says %s' % (s.timings['first run'],
                                                                 json.dumps(said[0]['result']['msg'])))
     s.address = _ssh(bed, 'cat /var/lib/tor/web/hostname')[1].strip()
+    s.sock_address = _ssh(bed, 'cat /var/lib/tor/sock/hostname')[1].strip()
     # ready: tor_onion_probe on the host waits until the service answers through the private network's client
     t0 = time.monotonic()
     run = run_playbook([{'hosts': HOST, 'gather_facts': False, 'tasks': [
         {'name': 'reachable', 'onionlab.tor.tor_onion_probe': {
             'socks_port': privnet.socks_port, 'wait': True, 'deadline': DEADLINE,
-            'targets': [{'address': s.address, 'path': '/probe'}]}}]}],
+            'targets': [{'address': a, 'path': '/probe'} for a in (s.address, s.sock_address)]}}]}],
         s.tmp, extra_args=['-i', bed.inventory_path], extra_env={'ANSIBLE_HOST_KEY_CHECKING': 'False'})
     assert run.rc == 0, run.output
     s.timings['reachable'] = time.monotonic() - t0
-    _say('%s reachable through HAProxy after %.1fs (tor_onion_probe wait)' % (s.address, s.timings['reachable']))
+    _say('%s and %s reachable through HAProxy after %.1fs (tor_onion_probe wait)' % (
+        s.address, s.sock_address, s.timings['reachable']))
     yield s
     _ssh(bed, 'systemctl stop onionlab-circuit-app', check=False)
 
@@ -281,6 +287,17 @@ def test_hammering_circuit_limited_other_circuit_served(site, privnet, bed):
     assert [len(x) for x in ids] == [RATE, 5, CONNS], table
     assert all(x[0].isdigit() for x in ids), table
     assert [sorted(c.circuits) for c in (hammer, calm, holder)] == [sorted(set(x)) for x in ids], table
+
+
+def test_unix_socket_frontend(site, privnet, bed):
+    """tor's PROXY line goes to a unix target too: the second service reaches HAProxy on a socket."""
+    client = Client(privnet.socks_port, 'sockclient', site.sock_address)
+    assert [client.get(i) for i in range(3)] == [200] * 3, client.outcomes
+    log = _ssh(bed, 'grep path=/sockclient/ %s; stat -c "%%A %%U:%%G" %s' % (APP_LOG, SOCKET))[1]
+    ids = set(re.findall(r'^circuit=(\S+) path=/sockclient/', log, re.M))
+    _say('unix socket %s: 3 of 3 served, circuit ids the app saw: %s; socket %s'
+         % (SOCKET, sorted(ids), log.strip().splitlines()[-1]))
+    assert len(ids) == 1 and ids == client.circuits and list(ids)[0].isdigit(), log
 
 
 def test_second_run_and_check_mode_change_nothing(site):
