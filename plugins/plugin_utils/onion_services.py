@@ -158,7 +158,7 @@ def _public_key(value, where, fail=None):
         return onion.check_client_public_key(value)
     except (TorError, ValueError):
         fail(where, "public_key is not an x25519 public key (52 base32 characters, optionally after "
-                     "descriptor:x25519:)")
+                    "descriptor:x25519:)")
 
 
 def _public_of(private_key, where, fail=None):
@@ -170,7 +170,7 @@ def _public_of(private_key, where, fail=None):
         raw = client_auth.parse_private_key(private_key, what="the private key")
     except (TorError, ValueError):
         fail(where, "its private key (from the vault or the escrow) is not an x25519 private key "
-                     "(52 base32 characters)")
+                    "(52 base32 characters)")
     return onion.b32(onion.x25519_public(raw))
 
 
@@ -303,7 +303,7 @@ def _with_address(entry, backup_dir, addresses, directory=None, pending=False):
 
 
 def clients(services_by_server, backup_dir=None, inventory=None, private_keys=None, host=None,
-                  addresses=None, previous_addresses=None, pending=False):
+            addresses=None, previous_addresses=None, pending=False):
     if not isinstance(services_by_server, dict):
         raise OnionServicesError("onion_clients: the input must be a dict of server to its onion_services list")
     if not isinstance(backup_dir, str) or not backup_dir:
