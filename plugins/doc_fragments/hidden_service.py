@@ -4,10 +4,12 @@
 
 from __future__ import annotations
 
+from ansible.module_utils.common.yaml import yaml_dump, yaml_load
 
-class ModuleDocFragment(object):
-    # The options of one onion service; their spec is plugins/module_utils/_hidden_service_args.py.
-    DOCUMENTATION = r"""
+# The options of one onion service; their spec is plugins/module_utils/_hidden_service_args.py (from
+# _tor/hidden_service.py's OPTIONS). Each is described once, here: tor_hidden_service's `services`
+# elements (ModuleDocFragment.SERVICES, onionlab.tor.hidden_service.services) are made from these.
+_DOCUMENTATION = r"""
 options:
   ports:
     description:
@@ -161,3 +163,61 @@ options:
         entries and no C(pow-params)). Not for an ephemeral service (C(ADD_ONION) has no such flag).
     type: str
 """
+
+# the keys of a `services` element besides the options above
+_SERVICES = r"""
+options:
+  services:
+    description:
+      - Several persistent services at once, each with the keys of a single service (O(path), O(ports), ...).
+        The RV(onionlab.tor.tor_hidden_service_info#module:hidden_services) output of M(onionlab.tor.tor_hidden_service_info) can be given as it
+        is; its read-only keys (C(onion_address), C(type), C(pow_suggested_effort)) are ignored and its ephemeral entries must be
+        filtered out.
+      - Mutually exclusive with O(path) and O(ephemeral).
+    type: list
+    elements: dict
+    suboptions:
+      path:
+        description: The service directory.
+        type: path
+        required: true
+      type:
+        description: Only V(persistent) services can be listed here.
+        type: str
+        choices: [persistent]
+        default: persistent
+      onion_address:
+        description: Ignored (accepted so that the info module's output can be fed back).
+        type: str
+      pow_suggested_effort:
+        description: Ignored (accepted so that the info module's output can be fed back).
+        type: int
+      private_key:
+        description: As O(private_key), for this service.
+        type: str
+"""
+
+
+def _as_documented(options, prefix=""):
+    """Each option as a reference to the one documented above ("As O(pow.enabled)."), with its
+    type, elements, choices, required and suboptions."""
+    out = {}
+    for name, doc in options.items():
+        entry = {"description": "As O(%s)." % (prefix + name)}
+        entry.update((key, doc[key]) for key in ("type", "elements", "choices", "required") if key in doc)
+        if "suboptions" in doc:
+            entry["suboptions"] = _as_documented(
+                doc["suboptions"], prefix + name + ("[]." if doc.get("type") == "list" else "."))
+        out[name] = entry
+    return out
+
+
+def _services():
+    doc = yaml_load(_SERVICES)
+    doc["options"]["services"]["suboptions"].update(_as_documented(yaml_load(_DOCUMENTATION)["options"]))
+    return yaml_dump(doc, default_flow_style=False, sort_keys=False)
+
+
+class ModuleDocFragment:
+    DOCUMENTATION = _DOCUMENTATION
+    SERVICES = _services()

@@ -9,6 +9,8 @@ This is a private module_utils file of onionlab.tor; its API may change at any t
 
 from __future__ import annotations
 
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
+
 PORT_SPEC = dict(
     port=dict(type="int", required=True),
     target_address=dict(type="str"),
@@ -20,34 +22,38 @@ CLIENT_SPEC = dict(
     public_key=dict(type="str"),
 )
 
-# the members of tor_hidden_service's option groups; the tor options, defaults and limits are
-# hidden_service.py's OPTIONS (no defaults here: an absent member is tor's default)
-POW_SPEC = dict(
-    enabled=dict(type="bool"),
-    queue_rate=dict(type="int"),
-    queue_burst=dict(type="int"),
-)
 
-INTRO_DOS_SPEC = dict(
-    enabled=dict(type="bool"),
-    rate_per_sec=dict(type="int"),
-    burst_per_sec=dict(type="int"),
-)
+def _spec(option):
+    """An OPTIONS row's argument spec: its kind's type (a choice a str; an int whose limits are one
+    value a choice of it); no default (an absent option is tor's default)."""
+    if option.kind == "choice":
+        return dict(type="str", choices=list(option.limits))
+    if option.kind == "int" and option.limits[0] == option.limits[1]:
+        return dict(type="int", choices=[option.limits[0]])
+    return dict(type=option.kind)
 
-SERVICE_OPTIONS = dict(
-    # elements raw: an entry is a port, a "PORT:..." string or a PORT_SPEC dict, each made a dict
-    # (and checked, with a message naming the shapes) by hidden_service.port_entry; options stays
-    # for the documentation (Ansible checks options only of dict elements)
-    ports=dict(type="list", elements="raw", options=PORT_SPEC),
-    max_streams=dict(type="int"),
-    max_streams_close_circuit=dict(type="bool"),
-    dir_group_readable=dict(type="bool"),
-    allow_unknown_ports=dict(type="bool"),
-    num_intro_points=dict(type="int"),
-    version=dict(type="int", choices=[3]),
-    export_circuit_id=dict(type="str", choices=["none", "haproxy"]),
-    pow=dict(type="dict", options=POW_SPEC),
-    intro_dos=dict(type="dict", options=INTRO_DOS_SPEC),
+
+# the members of tor_hidden_service's option groups ({"pow": {"enabled": ..., ...}}), from
+# hidden_service.py's OPTIONS, which holds the tor options, defaults and limits
+GROUP_SPECS = {}
+for _option in hs.OPTIONS:
+    _group, _dot, _member = _option.key.partition(".")
+    if _dot:
+        GROUP_SPECS.setdefault(_group, {})[_member] = _spec(_option)
+POW_SPEC = GROUP_SPECS["pow"]
+INTRO_DOS_SPEC = GROUP_SPECS["intro_dos"]
+
+# elements raw: an entry is a port, a "PORT:..." string or a PORT_SPEC dict, each made a dict
+# (and checked, with a message naming the shapes) by hidden_service.port_entry; options stays
+# for the documentation (Ansible checks options only of dict elements)
+SERVICE_OPTIONS = dict(ports=dict(type="list", elements="raw", options=PORT_SPEC))
+for _option in hs.OPTIONS:
+    _group, _dot, _member = _option.key.partition(".")
+    if not _dot:
+        SERVICE_OPTIONS[_option.key] = _spec(_option)
+    elif _group not in SERVICE_OPTIONS:
+        SERVICE_OPTIONS[_group] = dict(type="dict", options=GROUP_SPECS[_group])
+SERVICE_OPTIONS.update(
     extra_options=dict(type="dict"),
     authorized_clients=dict(type="list", elements="dict", options=CLIENT_SPEC),
     onionbalance_frontend=dict(type="str"),

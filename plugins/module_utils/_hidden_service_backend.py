@@ -27,7 +27,7 @@ class ParameterError(Exception):
 
 
 def _service_params(params):
-    return dict((k, params.get(k)) for k in list(SERVICE_OPTIONS) + ["path"])
+    return {k: params.get(k) for k in list(SERVICE_OPTIONS) + ["path"]}
 
 
 def _clients(params):
@@ -37,8 +37,8 @@ def _clients(params):
     return [{"name": c["name"], "public_key": c.get("public_key")} for c in clients]
 
 
-# options of a persistent service that ADD_ONION has no keyword for
-NOT_EPHEMERAL = ("intro_dos", "export_circuit_id")
+# options of a persistent service that ADD_ONION has no keyword for (hidden_service.OPTIONS)
+NOT_EPHEMERAL = _ephemeral.NOT_EPHEMERAL
 
 
 def ephemeral(ctl, p, check_mode, run_command=None):
@@ -53,9 +53,9 @@ def ephemeral(ctl, p, check_mode, run_command=None):
                                  "use a persistent service (path)" % name)
     return _ephemeral.apply_ephemeral(
         ctl, p["state"], ports=p["ports"], private_key=p["private_key"], service_id=p["service_id"],
-        max_streams=p["max_streams"], client_auth_v3=p["client_auth_v3"] or [],
-        discard_pk=p["discard_pk"] or not p["return_private_key"], check_mode=check_mode,
-        lock_timeout=p["lock_timeout"], pow_options=p.get("pow"), run_command=run_command)
+        client_auth_v3=p["client_auth_v3"] or [], discard_pk=p["discard_pk"] or not p["return_private_key"],
+        check_mode=check_mode, lock_timeout=p["lock_timeout"], run_command=run_command,
+        **{name: p.get(name) for name in _ephemeral.ADD_ONION_SINGLE + _ephemeral.ADD_ONION_GROUPS})
 
 
 def persistent_manager(ctl, p, check_mode, run_command=None):

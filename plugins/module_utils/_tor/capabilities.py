@@ -8,7 +8,7 @@ This is a private module_utils file of onionlab.tor; its API may change at any t
 
 Three sources, each used when there is one:
 * the version tor reports (GETINFO version) against the version that added the option
-  (hidden_service.OPTIONS' last column, ADD_ONION_POW);
+  (hidden_service.OPTIONS' since and add_onion_since columns);
 * the options tor knows (GETINFO config/names): an option it does not list is missing whatever
   its version says;
 * the modules the tor binary was built with (tor --list-modules), when the tor we talk to runs on
@@ -25,8 +25,6 @@ import re
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import TorError
 
-# ADD_ONION's PoWDefensesEnabled=, PoWQueueRate=, PoWQueueBurst= (tor's changelog, 0.4.9.2-alpha)
-ADD_ONION_POW = "0.4.9.2-alpha"
 _VERSION_RE = re.compile(r"^(\d+)\.(\d+)\.(\d+)(?:\.(\d+))?")
 
 
@@ -135,11 +133,11 @@ class Capabilities(object):
     def service_refusals(self, service):
         """What a canonical service sends that this tor lacks, one message per option."""
         refusals = []
-        for tor_name, key, _kind, default, _limits, since in hs.OPTIONS:
-            if since is None or hs.option_value(service, key) == default:
+        for option in hs.OPTIONS:
+            if option.since is None or hs.option_value(service, option.key) == option.default:
                 continue   # a default is never sent
-            what = "%s (%s) of %s" % (key, tor_name, service["path"])
-            refusal = self._missing(what, since, tor_name, hs.NEEDS_MODULE.get(tor_name))
+            what = "%s (%s) of %s" % (option.key, option.tor_name, service["path"])
+            refusal = self._missing(what, option.since, option.tor_name, hs.NEEDS_MODULE.get(option.tor_name))
             if refusal:
                 refusals.append(refusal)
         return refusals
@@ -151,14 +149,22 @@ class Capabilities(object):
         if refusals:
             raise CapabilityError("%s; nothing was changed" % "; ".join(refusals))
 
+    def check_add_onion(self, options):
+        """options: {name: value} of an ephemeral service's ADD_ONION options (OPTIONS' add_onion
+        column; a group's value is the whole group); only what is sent (not tor's default) is
+        checked, against the tor version that added its keyword."""
+        refusals = []
+        for name, first in add_onion_to_check(options):
+            refusal = self._missing("%s of an ephemeral service (ADD_ONION %s=)" % (name, first.add_onion),
+                                    first.add_onion_since, None, hs.NEEDS_MODULE.get(first.tor_name))
+            if refusal:
+                refusals.append(refusal)
+        if refusals:
+            raise CapabilityError("%s; nothing was changed" % "; ".join(refusals))
+
     def check_add_onion_pow(self, pow_options):
         """pow_options: the ephemeral service's pow group; only a non-default one is sent."""
-        if pow_options == default_pow():
-            return
-        refusal = self._missing("pow of an ephemeral service (ADD_ONION PoWDefensesEnabled=)", ADD_ONION_POW,
-                                None, "pow")
-        if refusal:
-            raise CapabilityError("%s; nothing was changed" % refusal)
+        self.check_add_onion({"pow": pow_options})
 
 
 def default_pow():
@@ -168,7 +174,27 @@ def default_pow():
 def needs_check(services):
     """Whether any service sends an option that some supported tor lacks (else no need to ask tor)."""
     for service in services:
-        for _tor, key, _kind, default, _limits, since in hs.OPTIONS:
-            if since is not None and hs.option_value(service, key) != default:
+        for option in hs.OPTIONS:
+            if option.since is not None and hs.option_value(service, option.key) != option.default:
                 return True
     return False
+
+
+def add_onion_to_check(options):
+    """[(name, its first OPTIONS row)] of the ADD_ONION options in `options` ({name: value}, a
+    group's value the whole group) whose keyword some supported tor lacks and that are sent (a
+    single option when not None and not tor's default, a group when not tor's default)."""
+    out = []
+    seen = set()
+    defaults = hs.default_service("/")
+    for option in hs.OPTIONS:
+        name = option.key.split(".")[0]
+        if option.add_onion_since is None or name in seen or name not in options:
+            continue
+        seen.add(name)
+        value = options[name]
+        if "." in option.key:
+            value = hs.normalize_group(name, value)
+        if value is not None and value != defaults[name]:
+            out.append((name, option))
+    return out

@@ -162,11 +162,14 @@ class Controller(object):
 
     # -- onion services --------------------------------------------------------------------
     def add_onion(self, ports, key_type="NEW", key_blob="ED25519-V3", flags=(), max_streams=None,
-                  client_auth_v3=(), pow_defenses_enabled=None, pow_queue_rate=None, pow_queue_burst=None):
+                  client_auth_v3=(), pow_defenses_enabled=None, pow_queue_rate=None, pow_queue_burst=None,
+                  keywords=()):
         """ADD_ONION. ports: list of (virtual port, target or None). Returns
         {'service_id': ..., 'private_key': 'ED25519-V3:...' or None}. The key blob is a secret:
         it is never put into an error message. pow_*: PoWDefensesEnabled=, PoWQueueRate=,
-        PoWQueueBurst= (tor 0.4.9.2-alpha and later), each sent only when not None."""
+        PoWQueueBurst= (tor 0.4.9.2-alpha and later), each sent only when not None. keywords:
+        further (Keyword, value) pairs (an int, or a bool sent as 1 or 0), after MaxStreams= and
+        in their order (hidden_service.OPTIONS' add_onion column)."""
         check_token(key_type, "key type")
         try:
             check_token(key_blob, "key")
@@ -183,6 +186,10 @@ class Controller(object):
             args.append("Flags=" + ",".join(flags))
         if max_streams is not None:
             args.append("MaxStreams=%d" % _integer(max_streams, "MaxStreams"))
+        for keyword, value in keywords:
+            check_keyword(keyword)
+            number = (1 if value else 0) if isinstance(value, bool) else _integer(value, keyword)
+            args.append("%s=%d" % (keyword, number))
         if pow_defenses_enabled is not None:
             args.append("PoWDefensesEnabled=%d" % (1 if pow_defenses_enabled else 0))
         if pow_queue_rate is not None:

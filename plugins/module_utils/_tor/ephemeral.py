@@ -38,36 +38,99 @@ def write_ephemeral_record(data_dir, record):
     files.atomic_write(os.path.join(data_dir, EPHEMERAL_RECORD), json.dumps(record, sort_keys=True, indent=1), 0o600)
 
 
-def _ephemeral_view(ports, max_streams, client_auth, pow_options=None):
-    return {"ports": ports, "max_streams": max_streams, "client_auth_v3": sorted(client_auth),
-            "pow": hs.normalize_group("pow", pow_options)}
+def _names(rows, groups):
+    """The names in a service of OPTIONS rows, in OPTIONS' order: the groups' (groups=True) or
+    the single options'."""
+    names = []
+    for option in rows:
+        group, dot, _member = option.key.partition(".")
+        if bool(dot) == groups and group not in names:
+            names.append(group)
+    return tuple(names)
+
+
+# ADD_ONION's options (OPTIONS' add_onion column) by their names in a service: single options and
+# groups (a group is sent whole when it is not tor's default)
+ADD_ONION_SINGLE = _names([o for o in hs.OPTIONS if o.add_onion], groups=False)
+ADD_ONION_GROUPS = _names([o for o in hs.OPTIONS if o.add_onion], groups=True)
+# the options an ephemeral service cannot have: no ADD_ONION keyword, and added by a newer tor (those
+# every supported tor has are ignored for an ephemeral service, as they always were); groups first
+_REFUSED = [o for o in hs.OPTIONS if o.add_onion is None and o.since]
+NOT_EPHEMERAL = _names(_REFUSED, groups=True) + _names(_REFUSED, groups=False)
+# a view: what we asked tor for (the record's entries, the results' keys after the service's id)
+VIEW_KEYS = ("ports",) + ADD_ONION_SINGLE + ("client_auth_v3",) + ADD_ONION_GROUPS
+
+
+def _options(options):
+    """The ADD_ONION options of plan_ephemeral's/apply_ephemeral's keyword arguments ({name: value};
+    a group also as <group>_options, the name it had first); another name is a TypeError."""
+    out = {}
+    for name, value in options.items():
+        name = name[:-len("_options")] if name.endswith("_options") and name[:-len("_options")] in ADD_ONION_GROUPS \
+            else name
+        if name not in ADD_ONION_SINGLE + ADD_ONION_GROUPS:
+            raise TypeError("unexpected keyword argument %r" % name)
+        out[name] = value
+    return out
+
+
+def _ephemeral_view(ports, client_auth, options):
+    view = {"ports": ports}
+    view.update((name, options.get(name)) for name in ADD_ONION_SINGLE)
+    view["client_auth_v3"] = sorted(client_auth)
+    view.update((group, hs.normalize_group(group, options.get(group))) for group in ADD_ONION_GROUPS)
+    return view
 
 
 def recorded_view(view):
-    """A view from the record; one written before pow existed had tor's default."""
+    """A view from the record; one written before a group existed (pow) had tor's default."""
     if not isinstance(view, dict):
         return view
-    return dict(view, pow=view.get("pow") or capabilities.default_pow())
+    defaults = hs.default_service("/")
+    return dict(view, **{group: view.get(group) or defaults[group] for group in ADD_ONION_GROUPS})
 
 
 def _describe_ephemeral(sid, view):
-    return {"type": "ephemeral", "service_id": sid, "onion_address": sid + ".onion", "detached": True,
-            "ports": view["ports"] if view else None, "max_streams": view["max_streams"] if view else None,
-            "client_auth_v3": view["client_auth_v3"] if view else None, "pow": view["pow"] if view else None}
+    out = {"type": "ephemeral", "service_id": sid, "onion_address": sid + ".onion", "detached": True}
+    out.update((key, view[key] if view else None) for key in VIEW_KEYS)
+    return out
+
+
+def add_onion_keywords(view):
+    """[(ADD_ONION keyword, value)] of a view, in OPTIONS' order: a single option when not None, a
+    group's members when the group is not tor's default (older tors refuse keywords they lack)."""
+    defaults = hs.default_service("/")
+    keywords = []
+    for option in hs.OPTIONS:
+        if not option.add_onion:
+            continue
+        if "." not in option.key:
+            if view.get(option.key) is not None:
+                keywords.append((option.add_onion, view[option.key]))
+            continue
+        group, member = option.key.split(".")
+        values = view.get(group) or defaults[group]
+        if values != defaults[group]:
+            keywords.append((option.add_onion, values[member]))
+    return keywords
+
+
+_NOT_ADD_ONION = ("ports", "private_key", "service_id", "client_auth_v3", "discard_pk")
 
 
 def apply_ephemeral(ctl, state, check_mode=False, lock_timeout=DEFAULT_TIMEOUT, run_command=None, **options):
     """Create (ADD_ONION, always detached) or remove (DEL_ONION) an ephemeral service.
-    options: ports, private_key, service_id, max_streams, client_auth_v3, discard_pk, pow_options (the
-    pow group: ADD_ONION's PoW keywords, tor 0.4.9.2-alpha and later; checked before anything).
+    options: ports, private_key, service_id, client_auth_v3, discard_pk, and the ADD_ONION options of
+    OPTIONS by name (max_streams; the pow group, also as pow_options: ADD_ONION's PoW keywords, tor
+    0.4.9.2-alpha and later); a keyword this tor lacks is refused before anything.
 
     Returns {'changed', 'service', 'private_key' (only a key tor generated), 'diff'}. A change
     holds the tor's lock: the record of configurations in the DataDirectory is a
     read-modify-write shared with every other run."""
     facts = TorFacts(ctl)
-    wanted_pow = hs.normalize_group("pow", options.get("pow_options"))
-    if state != "absent" and wanted_pow != capabilities.default_pow():   # before anything, check mode too
-        capabilities.Capabilities.read(ctl, facts.version, run_command).check_add_onion_pow(wanted_pow)
+    wanted = _options({k: v for k, v in options.items() if k not in _NOT_ADD_ONION})
+    if state != "absent" and capabilities.add_onion_to_check(wanted):   # before anything, check mode too
+        capabilities.Capabilities.read(ctl, facts.version, run_command).check_add_onion(wanted)
     if check_mode:
         out = _apply_ephemeral(ctl, facts, state, check_mode=True, **options)
     else:
@@ -116,10 +179,12 @@ class EphemeralPlan:
         self.own_key = own_key
 
 
-def plan_ephemeral(record, running, state, ports=None, private_key=None, service_id=None, max_streams=None,
-                   client_auth_v3=(), discard_pk=False, pow_options=None):
+def plan_ephemeral(record, running, state, ports=None, private_key=None, service_id=None, client_auth_v3=(),
+                   discard_pk=False, **options):
     """An EphemeralPlan from the record of configurations ({service id: view} of the running
-    services) and the ids tor runs, or a ServiceError (an OnionKeyError for a bad key)."""
+    services) and the ids tor runs, or a ServiceError (an OnionKeyError for a bad key).
+    options: the ADD_ONION options by name (see apply_ephemeral)."""
+    options = _options(options)
     record = {sid: recorded_view(view) for sid, view in record.items()}
     if private_key is not None:
         sid_of_key = onion.service_id_of_key(private_key)
@@ -136,8 +201,8 @@ def plan_ephemeral(record, running, state, ports=None, private_key=None, service
         return EphemeralPlan("remove" if present else None, service_id,
                              {"changed": present, "service": None, "private_key": None,
                               "diff": {"before": before, "after": {}}})
-    view = _ephemeral_view([hs.normalize_port(p) for p in ports or []], max_streams,
-                           [onion.check_client_public_key(k) for k in client_auth_v3 or []], pow_options)
+    view = _ephemeral_view([hs.normalize_port(p) for p in ports or []],
+                           [onion.check_client_public_key(k) for k in client_auth_v3 or []], options)
     if not view["ports"]:
         raise ServiceError("an ephemeral service needs at least one port")
     if service_id is not None and private_key is None:
@@ -164,13 +229,9 @@ def _add_onion(ctl, steps):
     configuration: tor has no way to change it in place); a refused change must not cost the
     running service: its old configuration is added back. Returns tor's reply."""
     def add(view):
-        pow_options = view.get("pow") or capabilities.default_pow()
-        pow_args = {} if pow_options == capabilities.default_pow() else dict(
-            pow_defenses_enabled=pow_options["enabled"], pow_queue_rate=pow_options["queue_rate"],
-            pow_queue_burst=pow_options["queue_burst"])   # only sent when asked for: older tors refuse them
         return ctl.add_onion([(p["port"], hs.port_to_add_onion(p).split(",", 1)[1]) for p in view["ports"]],
                              key_type=steps.key_type, key_blob=steps.key_blob, flags=steps.flags,
-                             max_streams=view["max_streams"], client_auth_v3=view["client_auth_v3"], **pow_args)
+                             client_auth_v3=view["client_auth_v3"], keywords=add_onion_keywords(view))
 
     if steps.replace:
         ctl.del_onion(steps.service_id)

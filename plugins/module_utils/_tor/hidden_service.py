@@ -24,6 +24,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+from collections import namedtuple
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import ProtocolError, TorError
@@ -39,25 +40,33 @@ INT32_MAX = 2147483647
 
 # One row per service option: tor's name, our key ("group.key" for an option of a group such as
 # pow: the service holds {"pow": {"enabled": ..., ...}}), kind (int, bool or choice), tor's
-# default, limits ((min, max) of an int, the values of a choice; tor's, from hs_config.[ch]), and
-# the tor version that added it (None: every supported tor has it). The block, the drop-in, the
-# diff, the info module, the range checks and the capability check (capabilities.py) follow.
-OPTIONS = (
-    ("HiddenServiceVersion", "version", "int", 3, (3, 3), None),
-    ("HiddenServiceMaxStreams", "max_streams", "int", 0, (0, 65535), None),
-    ("HiddenServiceMaxStreamsCloseCircuit", "max_streams_close_circuit", "bool", False, None, None),
-    ("HiddenServiceDirGroupReadable", "dir_group_readable", "bool", False, None, None),
-    ("HiddenServiceAllowUnknownPorts", "allow_unknown_ports", "bool", False, None, None),
-    ("HiddenServiceNumIntroductionPoints", "num_intro_points", "int", 3, (3, 20), None),
-    ("HiddenServiceExportCircuitID", "export_circuit_id", "choice", "none", ("none", "haproxy"), "0.4.0.1-alpha"),
-    ("HiddenServiceEnableIntroDoSDefense", "intro_dos.enabled", "bool", False, None, "0.4.2.1-alpha"),
-    ("HiddenServiceEnableIntroDoSRatePerSec", "intro_dos.rate_per_sec", "int", 25, (0, INT32_MAX), "0.4.2.1-alpha"),
+# default, limits ((min, max) of an int, the values of a choice; tor's, from hs_config.[ch]), the
+# tor version that added it (None: every supported tor has it), and ADD_ONION's keyword for it with
+# the tor version that added that (None: an ephemeral service cannot have it). The block, the
+# drop-in, the diff, the info module, the range checks, the module's argument spec
+# (_hidden_service_args.py), ADD_ONION and the capability check (capabilities.py) follow.
+Option = namedtuple("Option", "tor_name key kind default limits since add_onion add_onion_since")
+OPTIONS = tuple(Option(*row) for row in (
+    ("HiddenServiceVersion", "version", "int", 3, (3, 3), None, None, None),
+    ("HiddenServiceMaxStreams", "max_streams", "int", 0, (0, 65535), None, "MaxStreams", None),
+    ("HiddenServiceMaxStreamsCloseCircuit", "max_streams_close_circuit", "bool", False, None, None, None, None),
+    ("HiddenServiceDirGroupReadable", "dir_group_readable", "bool", False, None, None, None, None),
+    ("HiddenServiceAllowUnknownPorts", "allow_unknown_ports", "bool", False, None, None, None, None),
+    ("HiddenServiceNumIntroductionPoints", "num_intro_points", "int", 3, (3, 20), None, None, None),
+    ("HiddenServiceExportCircuitID", "export_circuit_id", "choice", "none", ("none", "haproxy"), "0.4.0.1-alpha",
+     None, None),
+    ("HiddenServiceEnableIntroDoSDefense", "intro_dos.enabled", "bool", False, None, "0.4.2.1-alpha", None, None),
+    ("HiddenServiceEnableIntroDoSRatePerSec", "intro_dos.rate_per_sec", "int", 25, (0, INT32_MAX), "0.4.2.1-alpha",
+     None, None),
     ("HiddenServiceEnableIntroDoSBurstPerSec", "intro_dos.burst_per_sec", "int", 200, (0, INT32_MAX),
-     "0.4.2.1-alpha"),
-    ("HiddenServicePoWDefensesEnabled", "pow.enabled", "bool", False, None, "0.4.8.1-alpha"),
-    ("HiddenServicePoWQueueRate", "pow.queue_rate", "int", 250, (0, INT32_MAX), "0.4.8.1-alpha"),
-    ("HiddenServicePoWQueueBurst", "pow.queue_burst", "int", 2500, (0, INT32_MAX), "0.4.8.1-alpha"),
-)
+     "0.4.2.1-alpha", None, None),
+    ("HiddenServicePoWDefensesEnabled", "pow.enabled", "bool", False, None, "0.4.8.1-alpha",
+     "PoWDefensesEnabled", "0.4.9.2-alpha"),
+    ("HiddenServicePoWQueueRate", "pow.queue_rate", "int", 250, (0, INT32_MAX), "0.4.8.1-alpha",
+     "PoWQueueRate", "0.4.9.2-alpha"),
+    ("HiddenServicePoWQueueBurst", "pow.queue_burst", "int", 2500, (0, INT32_MAX), "0.4.8.1-alpha",
+     "PoWQueueBurst", "0.4.9.2-alpha"),
+))
 # the groups and their members, in OPTIONS' order: {"pow": ["enabled", "queue_rate", ...], ...}
 GROUPS = {}
 for _row in OPTIONS:
@@ -230,8 +239,8 @@ def default_service(path):
     service = {"path": path, "ports": []}
     for group in GROUPS:
         service[group] = {}
-    for _tor, key, _kind, default, _limits, _since in OPTIONS:
-        _set_option(service, key, default)
+    for option in OPTIONS:
+        _set_option(service, option.key, option.default)
     service["extra_options"] = {}
     service["onionbalance_frontend"] = None
     return service
@@ -318,8 +327,8 @@ def normalize_group(group, value):
     out = dict(default_service("/")[group])
     for member in GROUPS[group]:
         if params.get(member) is not None:
-            _tor, key, kind, _default, limits, _since = _BY_KEY[group + "." + member]
-            out[member] = _typed(key, kind, limits, params[member])
+            option = _BY_KEY[group + "." + member]
+            out[member] = _typed(option.key, option.kind, option.limits, params[member])
     return out
 
 
@@ -361,15 +370,15 @@ def normalize_service(params):
     ports = params.get("ports") or []
     service["ports"] = [normalize_port(p) for p in ports]
     groups = {group: _group_params(params, group) for group in GROUPS}
-    for _tor, key, kind, _default, limits, _since in OPTIONS:
-        if "." in key:
-            group, member = key.split(".")
+    for option in OPTIONS:
+        if "." in option.key:
+            group, member = option.key.split(".")
             value = groups[group].get(member)
         else:
-            value = params.get(key)
+            value = params.get(option.key)
         if value is None:
             continue
-        _set_option(service, key, _typed(key, kind, limits, value))
+        _set_option(service, option.key, _typed(option.key, option.kind, option.limits, value))
     intro = service["intro_dos"]
     if intro["rate_per_sec"] > intro["burst_per_sec"]:
         raise ServiceConfigError("intro_dos.rate_per_sec (%d) must not be above intro_dos.burst_per_sec (%d): tor "
@@ -415,8 +424,8 @@ def services_from_conf(pairs):
                 current["ports"].append(port_from_tor(value))
                 continue
             if lkey in _BY_TOR_NAME:
-                _tor, name, kind, _default, _limits, _since = _BY_TOR_NAME[lkey]
-                _set_option(current, name, _from_tor(kind, value))
+                option = _BY_TOR_NAME[lkey]
+                _set_option(current, option.key, _from_tor(option.kind, value))
                 continue
             if lkey == OB_OPTION.lower():
                 current["onionbalance_frontend"] = OB_FLAG if _from_tor("bool", value) else None
@@ -446,10 +455,10 @@ def service_to_conf(service):
     pairs = [("HiddenServiceDir", service["path"])]
     for port in service["ports"]:
         pairs.append(("HiddenServicePort", port_to_tor(port)))
-    for tor_name, key, kind, default, _limits, _since in OPTIONS:
-        value = option_value(service, key)
-        if value != default:
-            pairs.append((tor_name, _to_tor(kind, value)))
+    for option in OPTIONS:
+        value = option_value(service, option.key)
+        if value != option.default:
+            pairs.append((option.tor_name, _to_tor(option.kind, value)))
     if service.get("onionbalance_frontend"):
         pairs.append((OB_OPTION, "1"))
     for key in sorted(service["extra_options"]):

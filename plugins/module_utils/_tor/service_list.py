@@ -95,8 +95,8 @@ def list_services(ctl, facts=None):
     for kind in ("detached", "current"):
         for sid in onions[kind]:
             known = ephemeral.recorded_view(record.get(sid)) or {}
-            result.append({"type": "ephemeral", "service_id": sid, "onion_address": sid + ".onion",
-                           "detached": kind == "detached", "ports": known.get("ports"),
-                           "max_streams": known.get("max_streams"),
-                           "client_auth_v3": known.get("client_auth_v3"), "pow": known.get("pow")})
+            entry = {"type": "ephemeral", "service_id": sid, "onion_address": sid + ".onion",
+                     "detached": kind == "detached"}
+            entry.update((key, known.get(key)) for key in ephemeral.VIEW_KEYS)
+            result.append(entry)
     return result
