@@ -249,8 +249,8 @@ def onion_haproxy_plan(services, defaults, onion_services=None, onion_service_de
                "max_streams_close_circuit": True, "target": target["text"], "checked": False}
         if out["onion_service"] and check_onion_services:
             options = _tor_side(where, out, target, onion_services, onion_service_defaults, out["max_connections"])
-            tor.update(checked=True, has={k: options.get(k) for k in ("export_circuit_id", "max_streams",
-                                                                          "max_streams_close_circuit")})
+            has = ("export_circuit_id", "max_streams", "max_streams_close_circuit")
+            tor.update(checked=True, has=dict((k, options.get(k)) for k in has))
             has_max = options.get("max_streams") or 0
             if not has_max:
                 tor["note"] = ("tor's max_streams is 0 (unlimited): no ceiling behind HAProxy's; suggested: "
