@@ -4,12 +4,13 @@
 
 from __future__ import annotations
 
-from ansible.module_utils.common.yaml import yaml_dump, yaml_load
 
-# The options of one onion service; their spec is plugins/module_utils/_hidden_service_args.py (from
-# _tor/hidden_service.py's OPTIONS). Each is described once, here: tor_hidden_service's `services`
-# elements (ModuleDocFragment.SERVICES, onionlab.tor.hidden_service.services) are made from these.
-_DOCUMENTATION = r"""
+class ModuleDocFragment:
+    # The options of one onion service; their spec is plugins/module_utils/_hidden_service_args.py (made
+    # from _tor/hidden_service.py's OPTIONS). SERVICES (onionlab.tor.hidden_service.services) is
+    # tor_hidden_service's `services`: the same options, each "As O(...)" (tests/unit/plugins/doc_fragments
+    # checks that it lists each option of DOCUMENTATION with its type, choices and suboptions).
+    DOCUMENTATION = r"""
 options:
   ports:
     description:
@@ -164,8 +165,7 @@ options:
     type: str
 """
 
-# the keys of a `services` element besides the options above
-_SERVICES = r"""
+    SERVICES = r"""
 options:
   services:
     description:
@@ -195,29 +195,86 @@ options:
       private_key:
         description: As O(private_key), for this service.
         type: str
+      ports:
+        description: As O(ports), short forms included.
+        type: list
+        elements: raw
+        suboptions:
+          port:
+            description: The virtual port.
+            type: int
+            required: true
+          target_address:
+            description: As O(ports[].target_address).
+            type: str
+          target_port:
+            description: As O(ports[].target_port).
+            type: int
+      max_streams:
+        description: As O(max_streams).
+        type: int
+      max_streams_close_circuit:
+        description: As O(max_streams_close_circuit).
+        type: bool
+      dir_group_readable:
+        description: As O(dir_group_readable).
+        type: bool
+      allow_unknown_ports:
+        description: As O(allow_unknown_ports).
+        type: bool
+      num_intro_points:
+        description: As O(num_intro_points).
+        type: int
+      version:
+        description: As O(version).
+        type: int
+        choices: [3]
+      export_circuit_id:
+        description: As O(export_circuit_id).
+        type: str
+        choices: [none, haproxy]
+      pow:
+        description: As O(pow).
+        type: dict
+        suboptions:
+          enabled:
+            description: As O(pow.enabled).
+            type: bool
+          queue_rate:
+            description: As O(pow.queue_rate).
+            type: int
+          queue_burst:
+            description: As O(pow.queue_burst).
+            type: int
+      intro_dos:
+        description: As O(intro_dos).
+        type: dict
+        suboptions:
+          enabled:
+            description: As O(intro_dos.enabled).
+            type: bool
+          rate_per_sec:
+            description: As O(intro_dos.rate_per_sec).
+            type: int
+          burst_per_sec:
+            description: As O(intro_dos.burst_per_sec).
+            type: int
+      extra_options:
+        description: As O(extra_options).
+        type: dict
+      authorized_clients:
+        description: As O(authorized_clients).
+        type: list
+        elements: dict
+        suboptions:
+          name:
+            description: The client's name.
+            type: str
+            required: true
+          public_key:
+            description: The client's x25519 public key.
+            type: str
+      onionbalance_frontend:
+        description: As O(onionbalance_frontend).
+        type: str
 """
-
-
-def _as_documented(options, prefix=""):
-    """Each option as a reference to the one documented above ("As O(pow.enabled)."), with its
-    type, elements, choices, required and suboptions."""
-    out = {}
-    for name, doc in options.items():
-        entry = {"description": "As O(%s)." % (prefix + name)}
-        entry.update((key, doc[key]) for key in ("type", "elements", "choices", "required") if key in doc)
-        if "suboptions" in doc:
-            entry["suboptions"] = _as_documented(
-                doc["suboptions"], prefix + name + ("[]." if doc.get("type") == "list" else "."))
-        out[name] = entry
-    return out
-
-
-def _services():
-    doc = yaml_load(_SERVICES)
-    doc["options"]["services"]["suboptions"].update(_as_documented(yaml_load(_DOCUMENTATION)["options"]))
-    return yaml_dump(doc, default_flow_style=False, sort_keys=False)
-
-
-class ModuleDocFragment:
-    DOCUMENTATION = _DOCUMENTATION
-    SERVICES = _services()

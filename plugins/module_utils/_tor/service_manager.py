@@ -42,13 +42,18 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor.onionbalance imp
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.service_list import (
     AUTH_DIR, describe_persistent, read_authorized_clients, read_ob_config)
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.tor_facts import TorFacts, tor_lock
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import ephemeral as _ephemeral
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_list as _service_list
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import tor_facts as _tor_facts
+
 # importable from here as before (callers outside this file): the listing, the ephemeral services,
 # the tor's facts and lock
-from ansible_collections.onionlab.tor.plugins.module_utils._tor.ephemeral import (  # noqa: F401
-    EphemeralPlan, apply_ephemeral, plan_ephemeral)
-from ansible_collections.onionlab.tor.plugins.module_utils._tor.service_list import list_services  # noqa: F401
-from ansible_collections.onionlab.tor.plugins.module_utils._tor.tor_facts import (  # noqa: F401
-    DEFAULT_LOCK_TIMEOUT, vanguards_lite)
+EphemeralPlan = _ephemeral.EphemeralPlan
+apply_ephemeral = _ephemeral.apply_ephemeral
+plan_ephemeral = _ephemeral.plan_ephemeral
+list_services = _service_list.list_services
+DEFAULT_LOCK_TIMEOUT = _tor_facts.DEFAULT_LOCK_TIMEOUT
+vanguards_lite = _tor_facts.vanguards_lite
 
 _TORRC_KEYWORD_RE = re.compile(r"^%?[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -802,7 +807,7 @@ class PersistentManager:
             for name, key in write.items():
                 file_name = name + ".auth"
                 files.write_secret(file_name, ("descriptor:x25519:%s\n" % key).encode("ascii"),
-                                file_name + ".onionlab-new", uid, gid, dir_fd=auth_fd)
+                                   file_name + ".onionlab-new", uid, gid, dir_fd=auth_fd)
             for name in delete:
                 os.unlink(name + ".auth", dir_fd=auth_fd)
         except BaseException:
@@ -821,7 +826,7 @@ class PersistentManager:
         dir_fd = files.open_dir(path)
         try:
             files.write_secret(hs.OB_CONFIG, text.encode("ascii"), hs.OB_CONFIG + ".onionlab-new",
-                            *_tor_owner(self.facts), dir_fd=dir_fd)
+                               *_tor_owner(self.facts), dir_fd=dir_fd)
         finally:
             os.close(dir_fd)
 

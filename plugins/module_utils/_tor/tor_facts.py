@@ -65,7 +65,6 @@ def vanguards_lite(ctl):
     return value if value in ("0", "1", "auto") else None
 
 
-
 def tor_lock(ctl, facts, timeout):
     """The lock every run that changes this tor's services holds (see lock.py)."""
     return TorLock(facts.data_dir, getattr(getattr(ctl, "sock", None), "where", "") or "", timeout)
