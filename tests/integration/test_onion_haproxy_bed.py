@@ -325,8 +325,10 @@ def test_bad_config_never_replaces_the_working_one(site, bed, privnet):
     assert after == before, (before, after)
     still = Client(privnet.socks_port, 'after-bad-config', site.address)
     assert still.get(0) == 200, still.outcomes
-    _say('refused by haproxy -c: %s; file and HAProxy unchanged (%s); still served'
-         % (failed['result'].get('msg', '')[:300], before.split()[0]))
+    alerts = [line for line in failed['result'].get('stderr', '').splitlines() if 'ALERT' in line]
+    assert any('no-such-keyword' in line for line in alerts), failed['result']
+    _say('refused by haproxy -c: %s: %s; file and HAProxy unchanged (%s, %s); still served'
+         % (failed['result'].get('msg'), alerts[0], before.split()[0], before.split()[-1]))
 
     site.vars(site.onion_services(export_circuit_id='none'))
     try:
