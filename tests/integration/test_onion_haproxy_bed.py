@@ -339,3 +339,24 @@ def test_bad_config_never_replaces_the_working_one(site, bed, privnet):
     assert "has export_circuit_id 'none', so tor sends no PROXY line" in refused.output, refused.output
     assert all(s['changed'] == 0 for s in refused.stats.values()), refused.output
     _say('an onion_services entry without export_circuit_id haproxy: refused by name, nothing changed')
+
+
+def test_change_reloads_never_restarts(site, bed, privnet):
+    """A changed limit: the new file, HAProxy reloaded (the master keeps its PID, new workers), not restarted."""
+    state = 'md5sum /etc/haproxy/haproxy.cfg; systemctl show -p MainPID -p NRestarts -p ExecMainStartTimestamp haproxy'
+    before = _ssh(bed, state)[1]
+    site.vars(site.onion_services(), rate_limit=RATE + 1)
+    try:
+        changed = site.run('a limit changed')
+    finally:
+        site.vars(site.onion_services())
+    assert changed.rc == 0, changed.output
+    reload = changed.task('onionlab.tor.onion_haproxy : Reload haproxy', host=HOST)
+    after = _ssh(bed, state)[1]
+    _say('a limit changed: handler %s; before %s; after %s' % (reload['status'], before.split(), after.split()))
+    assert reload['status'] == 'changed', reload
+    assert before.split()[0] != after.split()[0] and before.split()[2:] == after.split()[2:], (before, after)
+    assert 'http_req_rate gt %d' % (RATE + 1) in _ssh(bed, 'cat /etc/haproxy/haproxy.cfg')[1]
+    assert Client(privnet.socks_port, 'after-reload', site.address).get(0) == 200
+    back = site.run('limit back')
+    assert back.rc == 0, back.output
