@@ -14,6 +14,8 @@ loopback port of the bed's, whose server block includes the role's snippet. Seen
 - a service key rotation (key 2): check mode shows the change and changes nothing; the run switches the header to
   the new address;
 - the service removed (state absent): no header; the second run changes nothing;
+- a change that nginx -t refuses puts the working snippet back; the site entry removed and back: the header
+  goes and comes back;
 - one refusal each for an unknown service and a snippet path that leaves the snippet directory;
 - the guide's Apache line in a VirtualHost of Debian's apache2: ``apachectl configtest`` and the header it sends.
 """
@@ -167,6 +169,27 @@ def test_onion_location_follows_the_service_over_ssh(webhost, tmp_path):
     assert value == "http://%s/some/path?x=1" % two
     again = web.run(rotated, site)
     assert again.rc == 0 and _changed(again, web) == 0, again.output
+
+    # A change nginx -t refuses (the snippet included in an upstream block again) puts the working snippet back.
+    web.ssh("printf 'upstream mistake {\\n    server 127.0.0.1:9;\\n    include snippets/onion-location-web.conf;\\n}\\n'"
+            " > /etc/nginx/conf.d/mistake.conf")
+    working = web.ssh("cat %s" % SNIPPET)
+    third = [dict(service[0], key=3, previous_until="2099-01-01")]
+    refused = web.run(third, site)
+    assert refused.rc != 0 and "nginx -t failed with the new snippets" in refused.output, refused.output
+    three = web.address()
+    assert three not in (one, two) and web.ssh("cat %s" % SNIPPET) == working
+    assert web.header()[1] == "http://%s/some/path?x=1" % two
+    _say("nginx -t refused the key-3 snippet (%.1fs): the working snippet is back, header still the key-2 address"
+         % refused.seconds)
+    web.ssh("rm /etc/nginx/conf.d/mistake.conf")
+
+    # The site entry removed (pruned), then back: the header goes and comes back (the key-3 address now).
+    pruned = web.run(sites=[])
+    assert pruned.rc == 0 and web.header()[1] is None, pruned.output
+    back = web.run(sites=site)
+    assert back.rc == 0 and web.header()[1] == "http://%s/some/path?x=1" % three, back.output
+    _say("site entry removed: no header (%.1fs); back: %s (%.1fs)" % (pruned.seconds, web.header()[1], back.seconds))
 
     # One refusal each.
     unknown = web.run(sites=[{"service": "wbe"}])
