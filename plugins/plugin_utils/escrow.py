@@ -9,7 +9,7 @@ and writes its files:
   DIR/HOST/SERVICE/replaced/ADDRESS/...             an escrowed key the host no longer serves
   DIR/HOST/SERVICE/clients/CLIENT.KEY.x25519        a client's x25519 private key (KEY: its generation)
 
-Directories 0700, files 0600, every file written by `put` (through hidden_service.atomic_write, a uniquely
+Directories 0700, files 0600, every file written by `put` (through files.atomic_write, a uniquely
 named temporary file renamed into place), so that two runs writing at once never remove each other's file
 and a reader never sees half a key; a client key is linked into place instead, never replacing one.
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 import errno
 import os
 
-from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import files
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import client_auth, onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import TorError
 
@@ -77,11 +77,11 @@ def put(path, data, replace=True):
     replace=False an existing file is kept (written under a unique name, then linked into place: os.link
     never replaces a file); returns whether `data` got there."""
     if replace:
-        hs.atomic_write(path, data, 0o600)
+        files.atomic_write(path, data, 0o600)
         return True
     tmp = os.path.join(os.path.dirname(path) or ".",
                        ".%s.%d.%s.tmp" % (os.path.basename(path), os.getpid(), os.urandom(4).hex()))
-    hs.atomic_write(tmp, data, 0o600)
+    files.atomic_write(tmp, data, 0o600)
     try:
         os.link(tmp, path)
         return True
