@@ -90,7 +90,7 @@ def pow_by_default(told, tor_binary, run):
     return bool((binary_modules(tor_binary, run) or {}).get("pow"))
 
 
-class Capabilities(object):
+class Capabilities:
     """version: tor's version text; config_names: the option names tor knows (lowercase), or None;
     modules: {module: built in}, or None when unknown."""
 

@@ -50,7 +50,7 @@ SIGNALS = frozenset(["RELOAD", "HUP", "SHUTDOWN", "INT", "DUMP", "USR1", "DEBUG"
 ONION_FLAGS = frozenset(["DiscardPK", "Detach", "BasicAuth", "V3Auth", "NonAnonymous", "MaxStreamsCloseCircuit"])
 
 
-class Controller(object):
+class Controller:
     """An authenticated control connection. Use connect() to make one."""
 
     def __init__(self, sock, protocol_info=None, auth_method=None):

@@ -113,8 +113,8 @@ def network_view(ctl):
     testing = dict(ctl.get_conf("TestingTorNetwork")).get("TestingTorNetwork") == "1"
     period = hsdir_ring.Period(doc, testing=testing)
     by_digest = hsdir_ring.microdescriptor_identities(ctl.get_info("md/all")["md/all"])
-    identities = dict((r["fingerprint"], by_digest.get(r["microdescriptor_digest"])) for r in doc["routers"])
-    identities = dict((k, v) for k, v in identities.items() if v is not None)
+    identities = {r["fingerprint"]: by_digest.get(r["microdescriptor_digest"]) for r in doc["routers"]}
+    identities = {k: v for k, v in identities.items() if v is not None}
     ring = hsdir_ring.Ring(period, doc["routers"], identities)
     summary = {"valid_after": doc["valid_after"], "hsdirs": len(ring.nodes),
                "replicas": hsdir_ring.param(doc, "hsdir_n_replicas"),
@@ -132,7 +132,7 @@ def bootstrapped(ctl):
 
 
 # -- the check -------------------------------------------------------------------------------------------
-class _Service(object):
+class _Service:
     def __init__(self, entry):
         self.address = entry["address"]
         self.service_id = self.address[:-len(".onion")]
@@ -201,7 +201,7 @@ def run_check(ctl, addresses=None, timeout=DEFAULT_TIMEOUT, min_hsdirs=None, clo
         "period": None if period is None else {
             "number": period.number, "length_minutes": period.length, "srv": period.srv_source},
         "network": network if isinstance(network, dict) else {"problem": network},
-    }, dict((s.address, s) for s in services)
+    }, {s.address: s for s in services}
 
 
 def repost(ctl, address, text, fingerprints, timeout=DEFAULT_TIMEOUT, clock=time.monotonic):
