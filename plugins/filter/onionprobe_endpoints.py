@@ -67,6 +67,8 @@ except ImportError:  # pragma: no cover (plain Python in unit tests)
     class AnsibleFilterError(Exception):
         pass
 
+from ansible_collections.onionlab.tor.plugins.plugin_utils import escrow
+
 _ADDRESS = re.compile(r"^[a-z2-7]{56}\.onion$")
 _WEB_PORTS = {80: "http", 443: "https"}
 _CHECK_KEYS = ("ports", "protocol", "paths", "probe")
@@ -221,7 +223,7 @@ def onionprobe_endpoints(hosts, backup_dir, onionbalance_backup_dir=None):
                 continue
             key = svc.get("key", 1) or 1
             directory = name if key == 1 else "%s.k%s" % (name, key)
-            address = _address(facts.get(name)) or _read(os.path.join(backup_dir, host, directory, "hostname"))
+            address = _address(facts.get(name)) or _read(escrow.hostname_file(backup_dir, host, directory))
             if not address:
                 skipped.append({"host": host, "service": name, "reason": (
                     "address not known yet (run onionlab.tor.onion_service on %s first)" % host)})
