@@ -45,12 +45,14 @@ def entries(host, present, addresses, previous):
     for svc in sorted((g for g in present if g.get("generation") == "current"), key=lambda g: g["service"]):
         address = addresses.get(svc["service"])
         ports = [int(p["port"]) for p in svc.get("ports") or [] if isinstance(p, dict) and "port" in p]
-        entry = dict(host=host, service=svc["service"], onion_address=address, ports=ports,
-                     onion_location=("http://" + address) if address and 80 in ports
-                     else ("https://" + address) if address and 443 in ports else None)
+        entry = dict(host=host, service=svc["service"], onion_address=address, ports=ports)
+        # clients reach an Onionbalance backend through its frontend: that is the address a clearnet site names
+        shown = address
         if svc.get("onionbalance_frontend"):
             frontend = str(svc["onionbalance_frontend"])
-            entry["onionbalance_frontend"] = frontend if frontend.endswith(".onion") else frontend + ".onion"
+            shown = entry["onionbalance_frontend"] = frontend if frontend.endswith(".onion") else frontend + ".onion"
+        entry["onion_location"] = (("http://" + shown) if address and 80 in ports
+                                   else ("https://" + shown) if address and 443 in ports else None)
         if svc.get("key", 1) != 1:
             entry["key"] = svc["key"]
         if previous.get(svc["service"]):

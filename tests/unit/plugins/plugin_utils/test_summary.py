@@ -49,3 +49,15 @@ def test_failed_and_left_out_hosts_keep_their_entries(tmp_path):
     assert data[("h1", "web")]["refreshed"] is True and data[("h1", "web")]["refreshed_at"] == "2026-01-02T00:00:00Z"
     for key in (("h2", "blog"), ("h2", "web"), ("h3", "blog"), ("h3", "web")):
         assert data[key]["refreshed"] is False and data[key]["refreshed_at"] == "2026-01-01T00:00:00Z"
+
+
+def test_onionbalance_backend_names_its_frontend_in_onion_location():
+    """A clearnet site of a balanced service sends clients to the frontend, never one backend's address."""
+    backend = present("web")
+    backend[0]["onionbalance_frontend"] = B[:-len(".onion")]
+    [entry] = summary.entries("host1", backend, {"web": A}, {})
+    assert entry["onion_address"] == A
+    assert entry["onionbalance_frontend"] == B
+    assert entry["onion_location"] == "http://" + B
+    [plain] = summary.entries("host1", present("web"), {"web": A}, {})
+    assert plain["onion_location"] == "http://" + A and "onionbalance_frontend" not in plain
