@@ -28,7 +28,7 @@ from harness.fixtures import fetch_onion
 pytestmark = pytest.mark.timeout(2400)
 
 SUITES = [s for s in os.environ.get('ONIONLAB_MATRIX_SUITES', 'bookworm,trixie,noble,jammy').split(',') if s]
-# what each release ships (measured: tests/harness/suites.py); the roles must not need more
+# what each release ships (measured: docs/maintaining.md "Other releases on the bed"); the roles must not need more
 TOR_MAJOR = {'bookworm': '0.4.9', 'trixie': '0.4.9', 'noble': '0.4.8', 'jammy': '0.4.6'}
 
 
