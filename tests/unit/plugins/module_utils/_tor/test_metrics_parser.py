@@ -17,7 +17,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import To
 from harness.privnet import free_ports
 from harness.prometheus import ScriptedPort, http_ok
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parent.parent / "data"
 REAL = (DATA / "metricsport-tor-0.4.9.11.prom").read_text()
 S1 = "zs7bgfoxd7tj5athygvu6xqkklwfd26uabmmjwdild72aalz7fttisyd"   # HiddenServiceDir, PoW on
 S2 = "ovsyyabnswa6uwviddcn5aqsucxfz6adctla7yl5glunh2l3aomqutqd"   # HiddenServiceDir
