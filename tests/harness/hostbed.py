@@ -21,14 +21,14 @@ try:  # imported as harness.* (pytest) or from this directory (hosts.py run as a
     from .aptrepo import APT_REPO_MOUNT, AptRepo, give_apt_repo
     from .cgroups import enter_cgroups, ensure_inotify_instances, overlay_supported, own_cgroups, remove_cgroups
     from .inventory import inventory_ini
-    from .ports import choose_ssh_ports
+    from .ports import choose_ssh_ports, free_ports
     from .rootfs import STOCK_TORRC, RootfsCache, _write, cache_dir, host_suite, log, mask_units
 except ImportError:  # pragma: no cover
     import privnet
     from aptrepo import APT_REPO_MOUNT, AptRepo, give_apt_repo
     from cgroups import enter_cgroups, ensure_inotify_instances, overlay_supported, own_cgroups, remove_cgroups
     from inventory import inventory_ini
-    from ports import choose_ssh_ports
+    from ports import choose_ssh_ports, free_ports
     from rootfs import STOCK_TORRC, RootfsCache, _write, cache_dir, host_suite, log, mask_units
 
 
@@ -263,7 +263,7 @@ class HostBed:
     def _assign_ports(self, claimed):
         ssh_ports = choose_ssh_ports(self.n, claimed)
         per_host = 3 + APP_PORTS
-        tor_ports = [p for p in privnet.free_ports(per_host * self.n + len(claimed)) if p not in claimed]
+        tor_ports = [p for p in free_ports(per_host * self.n + len(claimed)) if p not in claimed]
         tor_ports = iter(tor_ports[:per_host * self.n])
         for i in range(self.n):
             name = '%s%d' % (self.name_prefix, i + 1)

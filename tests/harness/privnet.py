@@ -64,16 +64,19 @@ import glob
 import hashlib
 import json
 import os
-import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.error
 import urllib.request
+
+try:  # imported as harness.privnet (pytest) or from this directory (run as a script)
+    from .ports import free_ports
+except ImportError:  # pragma: no cover
+    from ports import free_ports
 
 TOR = os.environ.get('ONIONLAB_TOR', shutil.which('tor') or '/usr/sbin/tor')
 TOR_GENCERT = shutil.which('tor-gencert') or '/usr/bin/tor-gencert'
@@ -119,50 +122,6 @@ def _registry_entry(d):
     reg = os.path.join(cache_dir(), 'privnets')
     os.makedirs(reg, exist_ok=True)
     return os.path.join(reg, 'privnet-%s.json' % hashlib.sha256(d.encode()).hexdigest()[:12])
-
-
-def _listen_port_pool():
-    """Ports to listen on: below the kernel's ephemeral range (ip_local_port_range), where the
-    outgoing connections of every other process (other tors, ssh, ansible) take their source
-    ports, so a port found free there can be taken before our tor binds it; above 10000."""
-    try:
-        with open('/proc/sys/net/ipv4/ip_local_port_range') as f:
-            lo, hi = (int(x) for x in f.read().split())
-    except (OSError, ValueError):
-        lo, hi = 32768, 60999
-    if lo - 10000 >= 4096:
-        return range(10000, lo)
-    return range(hi + 1, 65536)
-
-
-def free_ports(n, host='127.0.0.1'):
-    """Return n distinct free TCP ports on host, picked at random outside the ephemeral range
-    (so concurrent runs on one host rarely even try the same one) and each checked by binding
-    it; all held open until chosen."""
-    pool = _listen_port_pool()
-    rng = random.SystemRandom()
-    socks, ports = [], []
-    try:
-        for _ in range(200 * n):
-            if len(ports) == n:
-                break
-            port = rng.choice(pool)
-            if port in ports:
-                continue
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            try:
-                s.bind((host, port))
-            except OSError:
-                s.close()
-                continue
-            socks.append(s)
-            ports.append(port)
-        if len(ports) < n:
-            raise OSError('no %d free ports on %s in %d-%d' % (n, host, pool.start, pool.stop - 1))
-    finally:
-        for s in socks:
-            s.close()
-    return ports
 
 
 def proc_starttime(pid):

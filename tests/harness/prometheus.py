@@ -27,9 +27,9 @@ import urllib.parse
 import urllib.request
 
 try:  # imported as harness.prometheus (pytest) or from this directory
-    from .privnet import free_ports
+    from .ports import free_ports
 except ImportError:  # pragma: no cover
-    from privnet import free_ports
+    from ports import free_ports
 
 PROMETHEUS = os.environ.get('ONIONLAB_PROMETHEUS', '/usr/bin/prometheus')
 PROMTOOL = os.environ.get('ONIONLAB_PROMTOOL', '/usr/bin/promtool')

@@ -13,16 +13,11 @@ import time
 from pathlib import Path
 
 try:  # imported as harness.tor_instance (pytest) or from this directory
-    from .privnet import free_ports as _free_ports
+    from .ports import free_port
 except ImportError:  # pragma: no cover
-    from privnet import free_ports as _free_ports
+    from ports import free_port
 
 TOR = os.environ.get("ONIONLAB_TOR", "tor")
-
-
-def free_port():
-    """A free loopback port outside the kernel's ephemeral range (harness.privnet.free_ports)."""
-    return _free_ports(1)[0]
 
 
 def hash_password(password):

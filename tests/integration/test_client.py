@@ -20,7 +20,8 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import (
 )
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.transport import ControlSocket
 from harness.tor_fixtures import PASSWORD
-from harness.tor_instance import TorInstance, free_port
+from harness.ports import free_port
+from harness.tor_instance import TorInstance
 
 V3_ID_LENGTH = 56
 

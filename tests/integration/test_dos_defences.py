@@ -20,7 +20,8 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from harness.ansible_run import run_playbook
 from harness.fake_controller import FakeController
-from harness.tor_instance import TorInstance, free_port
+from harness.ports import free_port
+from harness.tor_instance import TorInstance
 
 HS = "onionlab.tor.tor_hidden_service"
 INFO = "onionlab.tor.tor_hidden_service_info"

@@ -22,7 +22,7 @@ import pytest
 from harness import prometheus as prom
 from harness.ansible_run import run_playbook
 from harness.fixtures import fetch_onion
-from harness.privnet import free_ports
+from harness.ports import free_ports
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_metrics_privnet import ROLE_VARS, STABLE, direct, flatten, isolated_fetch  # noqa: E402

@@ -26,7 +26,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor import metrics
 from harness import prometheus as prom
 from harness.ansible_run import run_playbook
 from harness.fixtures import fetch_onion
-from harness.privnet import free_ports
+from harness.ports import free_ports
 from harness.tor_instance import TorInstance
 
 FETCH_DEADLINE = float(os.environ.get('ONIONLAB_FETCH_DEADLINE', '60'))

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.onionlab.tor.plugins.modules import tor_metrics_facts as module
-from harness.privnet import free_ports
+from harness.ports import free_ports
 from harness.prometheus import ScriptedPort, http_ok
 
 REAL = (Path(__file__).resolve().parents[1] / "module_utils" / "data" / "metricsport-tor-0.4.9.11.prom").read_text()

@@ -13,7 +13,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion, so
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import probe as backend
 from ansible_collections.onionlab.tor.plugins.modules import tor_onion_probe as module
 from harness.fake_socks import FakeSocks, http_response
-from harness.tor_instance import free_port
+from harness.ports import free_port
 
 ONION = "at7ze7u76lc7m5pmj4nxgkfp6526u54zpn7oxrxftdcyay6uhvteguad.onion"
 OTHER = onion.onion_address(onion.ed25519_public_from_expanded(b"\x09" * 64)) + ".onion"

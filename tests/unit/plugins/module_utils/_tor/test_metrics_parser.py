@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import metrics as M
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import TorError
-from harness.privnet import free_ports
+from harness.ports import free_ports
 from harness.prometheus import ScriptedPort, http_ok
 
 DATA = Path(__file__).resolve().parent.parent / "data"

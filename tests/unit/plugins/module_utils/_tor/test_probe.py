@@ -11,7 +11,7 @@ import pytest
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion, probe, socks
 from harness.fake_socks import FakeSocks, http_response
-from harness.tor_instance import free_port
+from harness.ports import free_port
 
 ONION = "at7ze7u76lc7m5pmj4nxgkfp6526u54zpn7oxrxftdcyay6uhvteguad.onion"
 SERVICE_ID = ONION[:-len(".onion")]

@@ -14,7 +14,7 @@ import pytest
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import socks
 from harness.fake_socks import FakeSocks
-from harness.tor_instance import free_port
+from harness.ports import free_port
 
 ONION = "at7ze7u76lc7m5pmj4nxgkfp6526u54zpn7oxrxftdcyay6uhvteguad.onion"
 

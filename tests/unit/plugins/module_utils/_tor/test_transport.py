@@ -19,7 +19,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import (
 )
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.transport import ControlSocket
 from harness.fake_tor import FakeTor
-from harness.tor_instance import free_port
+from harness.ports import free_port
 
 GETINFO = b"GETINFO version\r\n"
 VERSION_REPLY = b"250-version=0.4.9.11\r\n250 OK\r\n"
