@@ -57,7 +57,7 @@ The parts, one file each (every name stays importable from here)::
 
     rootfs.py     RootfsCache: the cached debootstrapped tree per release, apt_mirror, ubuntu_keyring, log
     aptrepo.py    AptRepo: a local apt repository for the hosts (--apt-packages)
-    ports.py      choose_ssh_ports: a free block of ssh ports 22N1..22Nn
+    ports.py      free_ports (every free port of the harness) and choose_ssh_ports (the block 22N1..22Nn)
     cgroups.py    own_cgroups and the inotify limit: what each container needs from the kernel
     inventory.py  inventory_ini: the inventory as INI
     hostbed.py    HostBed: the hosts themselves (trees, torrcs, boot, inventory, teardown_state)
