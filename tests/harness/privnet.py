@@ -341,9 +341,12 @@ class PrivNet:
     ``start()``/``stop()``; ``stop()`` is also run when ``start()`` fails."""
 
     def __init__(self, base_dir=None, n_authorities=3, n_relays=3, with_onion=True,
-                 owner_pid=None, ready_timeout=60.0, grace=5.0, keep=False, voting_interval=10):
+                 owner_pid=None, ready_timeout=60.0, grace=5.0, keep=False, voting_interval=10,
+                 authority_extra=()):
         """voting_interval: seconds between the authorities' votes once running (the first
-        consensus still comes on the 10 s initial grid); 20 for Onionbalance (harness.onionbalance)."""
+        consensus still comes on the 10 s initial grid); 20 for Onionbalance (harness.onionbalance).
+        authority_extra: torrc lines every authority gets besides its own (e.g. the Stable flag's
+        uptime rule)."""
         if n_authorities < 1 or n_relays < 1:
             raise ValueError('need at least one authority and one relay')
         self.created_dir = base_dir is None
@@ -360,6 +363,7 @@ class PrivNet:
         self.dirauthority_lines = []
         self.vote_offset = 0
         self.voting_interval = int(voting_interval)
+        self.authority_extra = list(authority_extra)
         self.timings = {}
         self.resolv_conf = os.path.join(self.base_dir, 'resolv.conf')
         self._t0 = None
@@ -466,7 +470,7 @@ class PrivNet:
         for i in range(self.n_authorities):
             name = 'auth%d' % i
             self.nodes.append(Node(self, name, 'authority', self._mkdir(name), next(ports),
-                                   or_port=next(ports), dir_port=next(ports)))
+                                   or_port=next(ports), dir_port=next(ports), extra=self.authority_extra))
         for i in range(self.n_relays):
             name = 'relay%d' % i
             extra = ['AccountingMax 1 GBytes', 'AccountingStart day 00:00'] if i == 0 else []
