@@ -195,3 +195,31 @@ def test_inotify_instances_raised_never_lowered(tmp_path):
     assert hosts.ensure_inotify_instances(1024, path=str(limit)) == 8192
     assert limit.read_text() == "8192\n"
     assert hosts.ensure_inotify_instances(1024, path=str(tmp_path / "missing")) is None
+
+
+@pytest.mark.parametrize("lane, want", [("beds", ["tests/a.py", "tests/b.py"]), ("checks", ["tests/c.py"])])
+def test_beds_lines_run_in_the_lane_they_name(tmp_path, lane, want):
+    """tests/ci/beds.sh LANE runs the files of beds.txt with no second word or 'beds' (step 15-beds), or those
+    marked 'checks' (step 65-beds-checks); pytest is a stand-in on PATH that prints what it was given."""
+    tree = _tree(tmp_path, {})
+    (tree / "tests" / "ci" / "beds.sh").write_text((REPO / "tests" / "ci" / "beds.sh").read_text())
+    (tree / "tests" / "ci" / "beds.txt").write_text("# comment\ntests/a.py\n\ntests/c.py checks\ntests/b.py beds\n")
+    (tree / ".build").mkdir()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python").write_text('#!/bin/sh\nif [ "$1" = -m ]; then echo "pytest: $*"; exit 0; fi\n'
+                                    'exec %s "$@"\n' % sys.executable)
+    (bin_dir / "python").chmod(0o755)
+    env = dict(os.environ, ONIONLAB_ROOT=str(tree), PATH="%s:%s" % (bin_dir, os.environ["PATH"]))
+    proc = subprocess.run(["bash", str(tree / "tests" / "ci" / "beds.sh"), lane, "-x"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    ran = [w for w in proc.stdout.split() if w.startswith("tests/")]
+    assert ran == want and proc.stdout.rstrip().endswith("-x"), proc.stdout
+
+
+def test_every_bed_file_exists_and_names_a_lane():
+    """Each line of the real tests/ci/beds.txt: an existing test file, then nothing, 'beds' or 'checks'."""
+    lines = [line.split() for line in (REPO / "tests" / "ci" / "beds.txt").read_text().splitlines()
+             if line.strip() and not line.startswith("#")]
+    assert lines and all((REPO / words[0]).is_file() and words[1:] in ([], ["beds"], ["checks"]) for words in lines)
