@@ -7,11 +7,14 @@ of its own with 6 relays, over ssh:
 - an onion service (tor_hidden_service) answers; tor's HSLayer2Nodes/HSLayer3Nodes are empty (vanguards-lite);
 - a bad variable is refused with one message before anything changes;
 - mode full (2 layer-2 and 3 layer-3 guards: the role's defaults, the addon's 3 and 8, would make it loop at 100% CPU
-  on a network this small; the test first waits until the host's consensus has 3 Fast and Stable relays): tor's GETCONF HSLayer2Nodes/HSLayer3Nodes become non-empty (polled with
-  a deadline, each new reading printed), the service answers the private network's client, a second run and a
-  check-mode run change nothing, and a restart of tor restarts the addon (PartOf);
-- mode lite: the addon stopped, its unit, configuration and package gone, and tor reloaded: HSLayer2Nodes and
-  HSLayer3Nodes empty again; a second lite run changes nothing;
+  on a network this small; the test first waits until the host's consensus has 3 Fast and Stable relays): tor's
+  GETCONF HSLayer2Nodes/HSLayer3Nodes become non-empty (polled with a deadline, each new reading printed), the
+  service answers the private network's client, a second run and a check-mode run change nothing, a restart of tor
+  restarts the addon (PartOf), and once tor_onion_health says the HSDirs serve tor's new descriptor a client tor
+  started then (no descriptor, no circuits of before) fetches from the service;
+- mode lite: the addon stopped, its unit, configuration and package gone, and tor restarted: HSLayer2Nodes and
+  HSLayer3Nodes empty again; a second lite run changes nothing; the network's client and a new client fetch from
+  the service (after a mere reload they got SOCKS 0x04 for 180 s in 3 of 5 runs on a loaded machine);
 - PyPI's way (vanguards==0.3.1, stem 1.8.2 from a wheelhouse built on this machine) sets them again; lite removes
   its virtualenv.
 """
@@ -187,14 +190,16 @@ def _wait_relays(bed, want=3, deadline=DEADLINE):
 
 
 def _wait_published(bed, tmp_path, address, what, deadline=DEADLINE):
-    """Poll the collection's own tor_onion_health on the host until every HSDir clients ask (6 here) serves the
-    descriptor tor holds now: after a restart or a reload the HSDirs may still serve one whose introduction points
-    are gone (a client then gets SOCKS 0x04 for minutes: measured under load). Each new verdict is printed."""
+    """Poll the collection's own tor_onion_health on the host until it calls the service healthy (half of the HSDirs
+    clients ask serve the descriptor tor holds now): after a restart or a reload the HSDirs may serve one whose
+    introduction points are gone, and on this network the time period turns every 4 minutes (TestingTorNetwork: one
+    shared-random run of 24 votes 10 s apart), so a descriptor for the new period must be uploaded too. Each new
+    verdict is printed."""
     host = bed.hosts[0]['name']
     t0, seen = time.monotonic(), None
     while True:
         run = _play(bed, tmp_path, tasks=[{'name': 'health', 'onionlab.tor.tor_onion_health': {
-            'addresses': [address], 'min_hsdirs': 6, 'fetch_timeout': 20}}])
+            'addresses': [address], 'fetch_timeout': 20}}])
         assert run.rc == 0, run.output
         service = run.task('health', host=host)['result']['services'][0]
         verdict = '%s %s' % (service['state'], '; '.join(service.get('reasons') or []))
@@ -207,12 +212,12 @@ def _wait_published(bed, tmp_path, address, what, deadline=DEADLINE):
         time.sleep(2)
 
 
-def _fresh_client_fetch(bed, net, address):
+def _fresh_client_fetch(bed, net, address, name):
     """A client tor started now fetches http://address/hostname; its HS_DESC events and the circuits it built
     for onion services (tor's CIRC events) are printed, and on failure the host's tor's log too."""
     t0 = time.monotonic()
-    fresh = net.add_tor('freshclient', socks=True)
-    _say('a fresh client tor bootstrapped in %.1fs' % (time.monotonic() - t0))
+    fresh = net.add_tor(name, socks=True)
+    _say('%s: a fresh client tor bootstrapped in %.1fs' % (name, time.monotonic() - t0))
     ctl = connect(port=fresh.control_port, cookie_path=fresh.cookie_path)
     ctl.request('SETEVENTS', ['HS_DESC', 'CIRC'])
     t0 = time.monotonic()
@@ -302,8 +307,9 @@ def test_full_then_lite(bed, net, tmp_path):
          % (pid1.strip(), out.split()[0], time.monotonic() - t0, seen))
     _wait_layers(bed, True)
     _wait_published(bed, tmp_path, address, 'full, tor restarted')
-    body, seconds, attempts = fetch_onion(net.socks_port, address, path='/hostname', deadline=DEADLINE)
-    _say('full, tor restarted: fetched again -> %r in %.1fs (%d attempts)' % (body.strip(), seconds, attempts))
+    body, seconds, attempts = _fresh_client_fetch(bed, net, address, 'freshfull')
+    _say('full, tor restarted: a fresh client fetched it -> %r in %.1fs (%d attempts)'
+         % (body.strip(), seconds, attempts))
 
     lite = dict(role, onion_vanguards_mode='lite')
     gone = _play(bed, tmp_path, roles=[lite])
@@ -320,7 +326,10 @@ def test_full_then_lite(bed, net, tmp_path):
                                                                            lite_again.output)
     # a client tor started now (no descriptor, no circuits of before), once the HSDirs serve tor's descriptor
     _wait_published(bed, tmp_path, address, 'lite')
-    body, seconds, attempts = _fresh_client_fetch(bed, net, address)
+    body, seconds, attempts = fetch_onion(net.socks_port, address, path='/hostname', deadline=DEADLINE)
+    _say('lite: the private network\'s client fetched it -> %r in %.1fs (%d attempts)'
+         % (body.strip(), seconds, attempts))
+    body, seconds, attempts = _fresh_client_fetch(bed, net, address, 'freshlite')
     _say('lite: a fresh client fetched it -> %r in %.1fs (%d attempts); second lite run %.1fs changed=0'
          % (body.strip(), seconds, attempts, lite_again.seconds))
 
