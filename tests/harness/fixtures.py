@@ -52,19 +52,26 @@ def _say(msg):
     sys.stderr.flush()
 
 
-@pytest.fixture(scope='session')
-def privnet():
+def running_privnet(default_timeout=60.0, **options):
+    """A started private network for a fixture to ``yield from``: skipped without tor and tor-gencert, its ready
+    timeout from ONIONLAB_PRIVNET_TIMEOUT (else default_timeout), kept with ONIONLAB_KEEP, its timings printed, and
+    stopped (by PID) afterwards. options go to PrivNet (n_relays, with_onion, authority_extra, ...)."""
     if not (shutil.which('tor') or os.path.exists(_privnet.TOR)) or not shutil.which('tor-gencert'):
         pytest.skip('tor and tor-gencert are needed for the private network')
-    net = _privnet.PrivNet(ready_timeout=float(os.environ.get('ONIONLAB_PRIVNET_TIMEOUT', '60')),
-                           keep=bool(os.environ.get('ONIONLAB_KEEP')))
+    net = _privnet.PrivNet(ready_timeout=float(os.environ.get('ONIONLAB_PRIVNET_TIMEOUT', default_timeout)),
+                           keep=bool(os.environ.get('ONIONLAB_KEEP')), **options)
     net.start()
-    _say('privnet ready in %.1fs (%s)' % (net.timings['ready'],
-                                          ', '.join('%s %.1fs' % kv for kv in net.timings.items())))
+    _say('privnet (%d relays) ready in %.1fs (%s)' % (net.n_relays, net.timings['ready'],
+                                                      ', '.join('%s %.1fs' % kv for kv in net.timings.items())))
     try:
         yield net
     finally:
         net.stop()
+
+
+@pytest.fixture(scope='session')
+def privnet():
+    yield from running_privnet()
 
 
 @pytest.fixture(scope='session')

@@ -21,7 +21,6 @@ of its own with 6 relays, over ssh:
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -31,9 +30,8 @@ import pytest
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from harness import hosts as hb
 from harness import onionprobe as op
-from harness import privnet as pn
 from harness.ansible_run import run_playbook
-from harness.fixtures import fetch_onion
+from harness.fixtures import fetch_onion, running_privnet
 
 pytestmark = pytest.mark.timeout(1200)
 SERVICE_DIR = '/var/lib/tor/onionlab_vanguards_web'
@@ -79,19 +77,11 @@ def net():
     """A private network of its own with 6 relays: with the session's 3, the service's 2 guards, its layer-2 and
     layer-3 sets and the client's rendezvous point often leave tor no node for a hop ('Failed to find node for hop
     #3 of our path', 'Giving up on launching a rendezvous circuit': measured, fetches timed out for 180 s)."""
-    if not shutil.which('tor-gencert'):
-        pytest.skip('tor and tor-gencert are needed for the private network')
     # Each authority votes every running relay Stable: by default, on a network minutes old, they give Stable to
     # the relays above the median uptime only (measured: 2 of 6, and 2 of 3, for 4+ minutes), too few for the
     # addon, which then loops (see _wait_relays).
-    n = pn.PrivNet(n_relays=RELAYS, with_onion=False, authority_extra=['AuthDirVoteStableGuaranteeMinUptime 0'],
-                   ready_timeout=float(os.environ.get('ONIONLAB_PRIVNET_TIMEOUT', '90')))
-    n.start()
-    _say('private network (%d relays) ready in %.1fs' % (RELAYS, n.timings['ready']))
-    try:
-        yield n
-    finally:
-        n.stop()
+    yield from running_privnet(90.0, n_relays=RELAYS, with_onion=False,
+                               authority_extra=['AuthDirVoteStableGuaranteeMinUptime 0'])
 
 
 @pytest.fixture(scope='module')
@@ -212,29 +202,32 @@ def _wait_published(bed, tmp_path, address, what, deadline=DEADLINE):
         time.sleep(2)
 
 
-def _fresh_client_fetch(bed, net, address, name):
-    """A client tor started now fetches http://address/hostname; its HS_DESC events and the circuits it built
-    for onion services (tor's CIRC events) are printed, and on failure the host's tor's log too."""
-    t0 = time.monotonic()
-    fresh = net.add_tor(name, socks=True)
-    _say('%s: a fresh client tor bootstrapped in %.1fs' % (name, time.monotonic() - t0))
-    ctl = connect(port=fresh.control_port, cookie_path=fresh.cookie_path)
+def _fetch(bed, net, address, fresh=None):
+    """The private network's client, or a client tor named `fresh` started now (no descriptor, no circuits of
+    before), fetches http://address/hostname; the client's HS_DESC events and the circuits it built for onion
+    services (tor's CIRC events) are printed, and on failure the host's tor's log too."""
+    client = net.client
+    if fresh:
+        t0 = time.monotonic()
+        client = net.add_tor(fresh, socks=True)
+        _say('%s: a fresh client tor bootstrapped in %.1fs' % (fresh, time.monotonic() - t0))
+    ctl = connect(port=client.control_port, cookie_path=client.cookie_path)
     ctl.request('SETEVENTS', ['HS_DESC', 'CIRC'])
     t0 = time.monotonic()
     try:
-        return fetch_onion(fresh.socks_port, address, path='/hostname', deadline=DEADLINE)
+        return fetch_onion(client.socks_port, address, path='/hostname', deadline=DEADLINE)
     except AssertionError:
         _rc, log = _ssh(bed, "journalctl -u tor@default -o short-monotonic --no-pager | grep -v TestingTorNetwork "
                              "| tail -40")
-        _say('the host\'s tor:\n%s\nthe fresh client:\n%s' % (log, fresh.log_text()[-2500:]))
+        _say('the host\'s tor:\n%s\nthe client (%s):\n%s' % (log, client.name, client.log_text()[-2500:]))
         raise
     finally:
         ctl.get_info('version')     # reads the events that came before its reply
         seen = [e.lines[0].text for e in ctl.events]
         ctl.close()
         shown = [w for w in seen if w.startswith('HS_DESC') or 'HS_CLIENT' in w]
-        _say('the fresh client\'s HS_DESC events and onion-service circuits (%d of %d events in %.1fs):\n%s'
-             % (len(shown), len(seen), time.monotonic() - t0, '\n'.join(shown[-40:])))
+        _say('the client\'s (%s) HS_DESC events and onion-service circuits (%d of %d events in %.1fs):\n%s'
+             % (client.name, len(shown), len(seen), time.monotonic() - t0, '\n'.join(shown[-40:])))
 
 
 def _changed(run, host):
@@ -277,7 +270,7 @@ def test_full_then_lite(bed, net, tmp_path):
     _say('full: %s' % state.strip().replace('\n', ' | '))
     assert state.split()[:2] == ['enabled', 'active'], state
 
-    body, seconds, attempts = fetch_onion(net.socks_port, address, path='/hostname', deadline=DEADLINE)
+    body, seconds, attempts = _fetch(bed, net, address)
     _say('full: the private network\'s client fetched http://%s/hostname -> %r in %.1fs (%d attempts)'
          % (address, body.strip(), seconds, attempts))
     assert body.strip() == host
@@ -307,9 +300,10 @@ def test_full_then_lite(bed, net, tmp_path):
          % (pid1.strip(), out.split()[0], time.monotonic() - t0, seen))
     _wait_layers(bed, True)
     _wait_published(bed, tmp_path, address, 'full, tor restarted')
-    body, seconds, attempts = _fresh_client_fetch(bed, net, address, 'freshfull')
+    body, seconds, attempts = _fetch(bed, net, address, fresh='freshfull')
     _say('full, tor restarted: a fresh client fetched it -> %r in %.1fs (%d attempts)'
          % (body.strip(), seconds, attempts))
+    assert body.strip() == host
 
     lite = dict(role, onion_vanguards_mode='lite')
     gone = _play(bed, tmp_path, roles=[lite])
@@ -326,12 +320,14 @@ def test_full_then_lite(bed, net, tmp_path):
                                                                            lite_again.output)
     # a client tor started now (no descriptor, no circuits of before), once the HSDirs serve tor's descriptor
     _wait_published(bed, tmp_path, address, 'lite')
-    body, seconds, attempts = fetch_onion(net.socks_port, address, path='/hostname', deadline=DEADLINE)
+    body, seconds, attempts = _fetch(bed, net, address)
     _say('lite: the private network\'s client fetched it -> %r in %.1fs (%d attempts)'
          % (body.strip(), seconds, attempts))
-    body, seconds, attempts = _fresh_client_fetch(bed, net, address, 'freshlite')
+    assert body.strip() == host
+    body, seconds, attempts = _fetch(bed, net, address, fresh='freshlite')
     _say('lite: a fresh client fetched it -> %r in %.1fs (%d attempts); second lite run %.1fs changed=0'
          % (body.strip(), seconds, attempts, lite_again.seconds))
+    assert body.strip() == host
 
     # PyPI's way (vanguards==0.3.1, stem 1.8.2) in a virtualenv, from a wheelhouse built on this machine (a host
     # cannot reach PyPI); then lite removes the virtualenv
