@@ -20,7 +20,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion as 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from harness import privnet as pn
 from harness.ansible_run import run_playbook
-from harness.fixtures import fetch_onion, socks5_http_get
+from harness.fixtures import fetch_onion, HsDescWatch, socks5_http_get
 
 HARNESS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'harness', 'privnet.py')
 FETCH_DEADLINE = float(os.environ.get('ONIONLAB_FETCH_DEADLINE', '60'))
@@ -186,6 +186,7 @@ def test_services_generated_client_auth_line_opens_the_service(privnet, http_bac
         'content': "{{ {'services': made.services, 'clients': made.generated_clients} | to_json }}"}}
     started = []
     t0 = time.monotonic()
+    uploads = HsDescWatch(onion)
     try:
         run = run_playbook([task, save], tmp_path)
         assert run.rc == 0, run.output
@@ -210,7 +211,9 @@ def test_services_generated_client_auth_line_opens_the_service(privnet, http_bac
         assert names_its_service, 'auth_private is %r, not <service id>:descriptor:x25519:<key> for %s' % (
             alice['auth_private'].replace(alice['private_key'], '<private key>'), addresses[private_dir])
 
-        # used as it came back: alice's tor fetches the page
+        # once an HSDir holds each service's descriptor (tor's HS_DESC UPLOADED), alice's tor fetches the page
+        took_upload = uploads.wait_uploaded([a[:-len('.onion')] for a in addresses.values()], FETCH_DEADLINE)
+        _say('services: both descriptors uploaded %.1fs after the module started' % took_upload)
         alice_tor, alice_port = _client_tor(privnet, 'hsauthalice', _auth_dir(tmp_path, 'alice', alice['auth_private']))
         started.append(alice_tor)
         body, took, attempts = fetch_onion(alice_port, addresses[private_dir], deadline=FETCH_DEADLINE)
@@ -236,6 +239,7 @@ def test_services_generated_client_auth_line_opens_the_service(privnet, http_bac
         body, took, attempts = fetch_onion(keyless_port, addresses[public_dir], deadline=FETCH_DEADLINE)
         assert body == http_backend.token
     finally:
+        uploads.close()
         pn.kill_pids([(n.pid, n.starttime) for n in started], grace=5.0)
         for n in started:
             n.proc.wait(timeout=10)
