@@ -199,6 +199,13 @@ class FakeSocks(object):
     def stop(self):
         self.stopping.set()
         try:
+            # shutdown wakes the accepting thread (close alone leaves it blocked in accept on Linux)
+            self.server.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        if self._accepter.is_alive():
+            self._accepter.join(timeout=5)
+        try:
             self.server.close()
         except OSError:
             pass

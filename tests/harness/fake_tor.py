@@ -31,6 +31,9 @@ class FakeTor(object):
         self._server.bind(("127.0.0.1", 0))
         self._server.listen(1)
         self.port = self._server.getsockname()[1]
+        # short accept timeouts, set before the thread starts: the thread never touches a socket that
+        # __exit__ may already have closed (it joins the thread first, then closes the server)
+        self._server.settimeout(0.2)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._serve, daemon=True)
 
@@ -38,7 +41,6 @@ class FakeTor(object):
         # A connection may come late (a playbook's tasks reach their fakes one after the other: on a loaded
         # machine the third came after the old 10 s accept timeout, and its module waited for an answer in vain);
         # short accept timeouts until the test leaves the with block, or 120 s.
-        self._server.settimeout(0.2)
         deadline = time.monotonic() + 120
         while True:
             try:
@@ -49,14 +51,14 @@ class FakeTor(object):
                     return
             except OSError:
                 return
-        conn.settimeout(10)
+        conn.settimeout(0.5)
         buf = b""
         try:
             if self.greeting:
                 conn.sendall(self.greeting)
             for expect, answer in self.script:
                 while b"\r\n" not in buf:
-                    chunk = conn.recv(65536)
+                    chunk = self._recv(conn)
                     if not chunk:
                         return
                     buf += chunk
@@ -94,11 +96,24 @@ class FakeTor(object):
         finally:
             conn.close()
 
+    def _recv(self, conn, idle=10.0):
+        """The next bytes the peer sends; b"" when it closes, when it is silent for idle seconds or once the test
+        has left the with block (polled every 0.5 s, so the thread ends within a second of __exit__)."""
+        quiet = time.monotonic() + idle
+        while not self._stop.is_set() and time.monotonic() < quiet:
+            try:
+                return conn.recv(65536)
+            except socket.timeout:
+                continue
+        return b""
+
     def __enter__(self):
         self._thread.start()
         return self
 
     def __exit__(self, *exc):
         self._stop.set()
+        self._thread.join(10)
         self._server.close()
-        self._thread.join(5)
+        if self._thread.is_alive():
+            raise RuntimeError("the fake tor's thread did not end within 10 s of the test leaving it")
