@@ -29,7 +29,8 @@ from ansible_collections.onionlab.tor.plugins.plugin_utils.onion_services import
     generations,
     unknown_variables,
 )
-from ansible_collections.onionlab.tor.plugins.plugin_utils.escrow import KEY_FILE, REPLACED, Escrow, name_problem
+from ansible_collections.onionlab.tor.plugins.plugin_utils.escrow import (
+    HOSTNAME, KEY_FILE, REPLACED, Escrow, EscrowError, name_problem)
 
 display = Display()
 
@@ -160,20 +161,18 @@ class ActionModule(ActionBase):
                   for g in generation_list if g.get("state", "present") != "present"]
         entries, keys = self._entries(args, service_dir, present, authorized)
         paths = dict((g["name"], os.path.join(service_dir, g["name"])) for g in present)
-        escrowed = dict((g["name"], escrow.read(g["name"], KEY_FILE)) for g in present) \
-            if args["backup"] or args["restore"] else {}
+        escrowed = self._escrowed(escrow, host, present) if args["backup"] or args["restore"] else {}
         # the host's request: the role's variables of the same name as its fields, then what is made here
         module_args = dict((k, args[k]) for k in deploy.argument_spec() if args.get(k) is not None)
         module_args.update(entries=entries, absent=absent, keys=keys)
         if args["restore"]:
-            module_args["escrow_keys"] = dict(
-                (paths[name], self._blob(escrow, name, data)) for name, data in escrowed.items()
-                if data is not None and name not in args["private_keys"])
+            module_args["escrow_keys"], module_args["escrow_refused"] = self._restorable(
+                escrow, dict((name, escrowed[name]) for name in escrowed if name not in args["private_keys"]), paths)
         check_mode = self._task.check_mode
         opener = None
         if args["backup"] and not check_mode:
             module_args["escrow_sums"] = dict((paths[name], deploy.file_sum(data) if data is not None else None)
-                                              for name, data in escrowed.items())
+                                              for name, (data, _hostname) in escrowed.items())
             opener, module_args["escrow_seal"] = seal.new_key_pair()
         out = self._run_module(module_args, task_vars)
         updates = out.pop("escrow_updates", None) or {}
@@ -290,12 +289,39 @@ class ActionModule(ActionBase):
         return entries, keys
 
     @staticmethod
-    def _blob(escrow, name, data):
-        header = onion.SECRET_HEADER
-        if len(data) != len(header) + 64 or not data.startswith(header):
-            raise _Fail("%s: the escrowed key %s is not a tor ed25519 secret key file"
-                        % (ROLE, escrow.path(name, KEY_FILE)))
-        return onion.key_blob(data[len(header):])
+    def _escrowed(escrow, host, present):
+        """{directory name: (its escrowed key file's bytes, its hostname file's bytes), each or None}, read
+        before the host is asked anything; a link below the escrow's root (or a file that cannot be read)
+        fails the run, naming the service."""
+        out = {}
+        for g in present:
+            try:
+                out[g["name"]] = (escrow.read(g["name"], KEY_FILE), escrow.read(g["name"], HOSTNAME))
+            except (EscrowError, OSError) as exc:
+                raise _Fail("%s: the escrow of service %s of %s cannot be read: %s. Nothing was changed on %s."
+                            % (ROLE, g["name"], host, redacted(exc), host))
+        return out
+
+    @staticmethod
+    def _restorable(escrow, escrowed, paths):
+        """({service directory: key blob} of the escrowed keys that give the escrowed address, {service directory:
+        why not} of the others): a key that is not one, or that gives another address (the key of another
+        service), is never sent; the host refuses the run if it would have restored it (a directory without a
+        key), and ignores it otherwise (the host's own key then goes back to the escrow, the other kept under
+        replaced/)."""
+        keys, refused = {}, {}
+        for name, (data, hostname) in sorted(escrowed.items()):
+            if data is None:
+                continue
+            problem = escrow.key_problem(name, data, hostname)
+            if problem is None:
+                keys[paths[name]] = onion.key_blob(data[len(onion.SECRET_HEADER):])
+            else:
+                refused[paths[name]] = (
+                    "%s. Nothing was restored: put the service's own key and hostname back in %s, give its key in "
+                    "onion_service_private_keys, or set onion_service_restore: false for the host to make a new key "
+                    "(a new address)" % (problem, escrow.path(name)))
+        return keys, refused
 
     @staticmethod
     def _failure(out, host):

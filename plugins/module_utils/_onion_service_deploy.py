@@ -50,6 +50,7 @@ def argument_spec():
                     options=dict(path=dict(type="path", required=True), purge=dict(type="bool", default=False))),
         keys=dict(type="dict", default={}, no_log=True),
         escrow_keys=dict(type="dict", default={}, no_log=True),
+        escrow_refused=dict(type="dict", default={}),
         escrow_sums=dict(type="dict", no_log=True),
         escrow_seal=dict(type="str"),
         access_only=dict(type="bool", default=False),
@@ -148,13 +149,19 @@ def escrow_updates(paths, sums, recipient):
     return out
 
 
-def restorable(escrow_keys, vault_paths):
-    """{path: expanded key} of the escrowed keys for directories that hold no key (never over one)."""
-    out = {}
-    for path, blob in escrow_keys.items():
+def restorable(escrow_keys, vault_paths, refused=None):
+    """{path: expanded key} of the escrowed keys for directories that hold no key (never over one). refused:
+    {path: why} of the escrowed keys the controller did not send (not a key file, or not the escrowed address:
+    checked there, where both are); one that would have been restored refuses the run (ServiceError, naming the
+    service) before anything is written."""
+    out, refused = {}, refused or {}
+    for path in sorted(set(escrow_keys) | set(refused)):
         if path in vault_paths or os.path.lexists(os.path.join(path, KEY_FILE)):
             continue
-        out[path] = onion.parse_key_blob(blob)
+        if path in refused:
+            raise sm.ServiceError("service %s (%s): its escrowed key cannot be restored: %s"
+                                  % (os.path.basename(path), path, refused[path]))
+        out[path] = onion.parse_key_blob(escrow_keys[path])
     return out
 
 
@@ -210,7 +217,7 @@ def _deploy(p, entries, manager_for, manager, check_mode, diff):
         raise Refused("empty", "onion_services is empty", orphans=orphans)
     try:
         vault = dict((path, onion.parse_key_blob(blob)) for path, blob in p["keys"].items())
-        escrowed = restorable(p["escrow_keys"], vault) if p["restore"] else {}
+        escrowed = restorable(p["escrow_keys"], vault, p["escrow_refused"]) if p["restore"] else {}
         keys = dict(vault, **escrowed)
         desired, clients = _normalized(entries)
         if desired:   # every entry, checked by tor's rules, before anything is written

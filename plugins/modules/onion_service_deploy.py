@@ -22,9 +22,10 @@ description:
     and the drop-in's directory (nothing else is done when not: RV(denied)); the role's record (O(state_file)) for
     pruning; every entry checked by tor's rules before anything is written; the services marked absent and the
     pruned ones removed (keys kept); the listed services in one atomic change, an escrowed key installed only where
-    a directory holds none (never over a key); the record written back; the keys that the escrow lacks or holds
-    differently sent back. Last, on the controller, those keys (0600 in 0700 directories) and each service's
-    C(hostname) in the escrow."
+    a directory holds none (never over a key) and only when it gives the escrowed address (checked on the
+    controller; otherwise the run is refused before anything is written); the record written back; the keys that
+    the escrow lacks or holds differently sent back. Last, on the controller, those keys (0600 in 0700 directories)
+    and each service's C(hostname) in the escrow."
   - Keys never appear in its result, its messages or its diff.
 author:
   - onionlab.tor contributors (@onionlab)
@@ -102,6 +103,12 @@ options:
   escrow_keys:
     description: Set by the action plugin (the escrowed keys by service directory, installed only where a
       directory holds no key).
+    type: dict
+    default: {}
+  escrow_refused:
+    description: Set by the action plugin (why the escrowed key of a service directory was not sent in
+      O(escrow_keys), a key file that is not one or a key that does not give the escrowed address). Where such a
+      directory holds no key, the run is refused before anything is written.
     type: dict
     default: {}
   escrow_sums:

@@ -13,6 +13,11 @@ Directories 0700, files 0600, every file written by `put` (through files.atomic_
 named temporary file renamed into place), so that two runs writing at once never remove each other's file
 and a reader never sees half a key; a client key is linked into place instead, never replacing one.
 
+Nothing below DIR is read, made or chmodded through a symbolic link (DIR itself may be one): each name below it
+is opened with files.open_dir / files.read_regular against its parent's descriptor, so a link in place of a
+host's or service's directory, or of a key or hostname file, is refused (EscrowError, naming it) instead of
+handing one service another's key.
+
 An escrowed service key is never dropped: when a host serves another key in a directory whose
 key is escrowed (restore off on a rebuilt host, a vault key that is not the escrowed one), the
 escrowed key moves to SERVICE/replaced/<its address>/ first, and the run says so.
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import files
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import client_auth, onion
@@ -49,13 +55,103 @@ def hostname_file(backup_dir, server, directory):
 
 
 def read_hostname(backup_dir, server, directory):
-    """(the address in the escrow's hostname file or None, the file's path)."""
+    """(the address in the escrow's hostname file or None, the file's path). A link below the escrow's
+    root is an EscrowError (read_below)."""
     path = hostname_file(backup_dir, server, directory)
     try:
-        with open(path, "rb") as handle:
-            return handle.read(200).decode("ascii", "replace").strip(), path
+        data = read_below(backup_dir, [server, directory], HOSTNAME, 200)
     except OSError:
         return None, path
+    return (None if data is None else data.decode("ascii", "replace").strip()), path
+
+
+# -- below the escrow's root: no symbolic link followed ---------------------------------------------------------
+_ROOT_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+_REFUSED = {errno.ELOOP: "a symbolic link", errno.ENOTDIR: "not a directory", errno.EINVAL: "not a regular file",
+            getattr(errno, "EMLINK", -1): "a symbolic link"}
+
+
+def _refusal(exc, path, root, name, dir_fd):
+    """The EscrowError of the name `name` in dir_fd (path below the escrow's root) that O_NOFOLLOW or O_DIRECTORY
+    refused, or that is not a regular file: a link or not what the layout has there; None for another error."""
+    what = _REFUSED.get(exc.errno)
+    if what is None:
+        return None
+    try:   # Linux says ENOTDIR for a link opened with O_DIRECTORY|O_NOFOLLOW
+        if stat.S_ISLNK(os.lstat(name, dir_fd=dir_fd).st_mode):
+            what = "a symbolic link"
+    except OSError:
+        pass
+    return EscrowError("%s is %s: nothing below the escrow's directory %s is followed through a link (a linked "
+                       "directory or key file could give one service another's key); put the directory or file "
+                       "itself there" % (path, what, root))
+
+
+def _walk(root, parts, make=False):
+    """(a descriptor of the directory root/parts..., whether anything was made or changed): root opened as it
+    is (it may be a link), each name below it through its parent's descriptor, never through a link. make:
+    the missing directories made and each one's mode made 0700 (root's too); otherwise (None, False) when
+    one is missing."""
+    changed = False
+    if make:
+        make_dirs(root)
+    try:
+        fd = os.open(root, _ROOT_FLAGS)
+    except FileNotFoundError:
+        if make:
+            raise
+        return None, False
+    path = root
+    try:
+        if make and stat.S_IMODE(os.fstat(fd).st_mode) != 0o700:
+            os.fchmod(fd, 0o700)
+            changed = True
+        for part in parts:
+            path = os.path.join(path, part)
+            if make:
+                try:
+                    os.mkdir(part, 0o700, dir_fd=fd)
+                    changed = True
+                except FileExistsError:
+                    pass
+            try:
+                child = files.open_dir(part, dir_fd=fd, shown=path)
+            except FileNotFoundError:
+                if make:
+                    raise
+                os.close(fd)
+                return None, False
+            except OSError as exc:
+                raise _refusal(exc, path, root, part, fd) or exc
+            os.close(fd)
+            fd = child
+            if make and stat.S_IMODE(os.fstat(fd).st_mode) != 0o700:
+                os.fchmod(fd, 0o700)
+                changed = True
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, changed
+
+
+def read_below(root, parts, filename, limit=4096, with_stat=False):
+    """The bytes (at most limit) of root/parts.../filename, or None when it or a directory on the way does
+    not exist; (bytes, os.stat_result) with with_stat. Nothing below root is followed through a link: a
+    link, or a name that is not what the layout has there, is an EscrowError naming it; other OSErrors as
+    they come."""
+    fd = _walk(root, parts)[0]
+    if fd is None:
+        return None
+    path = os.path.join(root, *(list(parts) + [filename]))
+    try:
+        data, st = files.read_regular(filename, limit, dir_fd=fd, shown=path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _refusal(exc, path, root, filename, fd) or exc
+    finally:
+        os.close(fd)
+    return (data, st) if with_stat else data
 
 
 def make_dirs(directory):
@@ -175,51 +271,61 @@ class Escrow(object):
         if problem:
             raise ValueError(problem)
         self.root = backup_dir
+        self.host = host
         self.host_dir = os.path.join(backup_dir, host)
         self.changed = False
 
     def path(self, name, *rest):
         return os.path.join(self.host_dir, name, *rest)
 
-    def read(self, name, filename):
-        try:
-            fd = os.open(self.path(name, filename), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        except OSError as exc:
-            if exc.errno == errno.ENOENT:
-                return None
-            raise
-        with os.fdopen(fd, "rb") as handle:
-            return handle.read(4096)
+    def _parts(self, name):
+        return [self.host] + [part for part in name.split("/") if part]
 
-    def directory(self, path):
-        parent = os.path.dirname(path)
-        if parent != path and not os.path.isdir(parent):   # as ansible.builtin.file makes them: 0700
-            self.directory(parent)
-        try:
-            os.mkdir(path, 0o700)
-            self.changed = True
-        except OSError as exc:
-            if exc.errno != errno.EEXIST:
-                raise
-        if os.stat(path).st_mode & 0o7777 != 0o700:
-            os.chmod(path, 0o700)
-            self.changed = True
+    def read(self, name, filename, with_stat=False):
+        """The bytes of service directory `name`'s file, or None; never through a link below the root
+        (EscrowError, naming it)."""
+        return read_below(self.root, self._parts(name), filename, with_stat=with_stat)
 
     def directories(self, name):
-        for path in (self.root, self.host_dir, self.path(name)):
-            self.directory(path)
+        """The root, the host's directory and service directory `name` (and those between), made when missing
+        and 0700, none of them below the root through a link (EscrowError)."""
+        fd, changed = _walk(self.root, self._parts(name), make=True)
+        os.close(fd)
+        self.changed = self.changed or changed
 
     def write(self, name, filename, data):
         """The file (0600), when its content or mode differs."""
         self.directories(name)
         path = self.path(name, filename)
-        if self.read(name, filename) == data:
-            if os.stat(path).st_mode & 0o7777 != 0o600:
-                os.chmod(path, 0o600)
+        current = self.read(name, filename, with_stat=True)
+        if current is not None and current[0] == data:
+            if stat.S_IMODE(current[1].st_mode) != 0o600:
+                files.fix_file(path, 0o600)
                 self.changed = True
             return
         put(path, data)
         self.changed = True
+
+    def key_problem(self, name, data, hostname):
+        """Why the escrowed key file `data` of service directory `name` must not be restored, or None: it must
+        be a tor ed25519 secret key file whose address (the public key derived from the expanded secret key)
+        is the escrow's address of `name` (its hostname file's bytes `hostname`). The message names the files
+        and addresses, never the key."""
+        key_path, host_path = self.path(name, KEY_FILE), self.path(name, HOSTNAME)
+        address = key_address(data)
+        if address is None:
+            return ("%s is not a tor ed25519 secret key file (%d bytes; one is %d: the header and the 64-byte "
+                    "expanded key), truncated or damaged" % (key_path, len(data), len(onion.SECRET_HEADER) + 64))
+        if hostname is None:
+            return ("the escrow holds no %s beside %s, so the key's address (%s) cannot be checked against the "
+                    "service's" % (host_path, key_path, address))
+        escrowed = hostname.decode("ascii", "replace").strip()
+        if escrowed == address:
+            return None
+        if not (escrowed.endswith(".onion") and onion.SERVICE_ID_RE.match(escrowed[:-6])):
+            return "%s is not an onion address, so %s (%s) cannot be checked" % (host_path, key_path, address)
+        return ("%s gives %s, not the service's escrowed address %s (%s): a key of another service"
+                % (key_path, address, escrowed, host_path))
 
     def write_hostname(self, name, address):
         """The address of service directory `name` (its hostname file)."""
