@@ -1,14 +1,33 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, onionlab.tor contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Authentication: PROTOCOLINFO, then the best method that fits what the user gave.
+"""Authentication: PROTOCOLINFO, then a method that fits what the user gave, never a downgrade.
 
 This is a private module_utils file of onionlab.tor; its API may change at any time.
 
-Order of preference: NULL (tor asks for nothing), HASHEDPASSWORD when a password was given,
-SAFECOOKIE (the server proves it knows the cookie before we reveal anything), COOKIE (only with
-a cookie_path the user gave: its bytes go to the peer), HASHEDPASSWORD. References: control-spec 3.5 (AUTHENTICATE), 3.21 (PROTOCOLINFO) and
-3.24 (AUTHCHALLENGE). Secrets (password, cookie, hashes) never appear in an error message.
+The peer is not trusted until it proves itself: whatever answers on the configured port may be a
+local user who bound it while tor restarts. So the order is (issue 42):
+
+1. SAFECOOKIE whenever it is offered and a cookie is readable (cookie_path, else the COOKIEFILE the
+   peer names): the server proves it knows the cookie before we reveal anything, so a password given
+   alongside is never sent.
+2. NULL (tor asks for nothing) only when the user gave no credentials: a user who gave
+   control_password or cookie_path expects a tor that asks for them, and a tor that does never
+   offers NULL, so such a peer is refused before any AUTHENTICATE (a peer offering NULL with other
+   methods is not a tor: nothing but SAFECOOKIE is used with it).
+3. HASHEDPASSWORD with the password given (the password goes to a peer that proved nothing: tor's
+   password authentication has no proof).
+4. COOKIE (plain: the cookie's bytes go to the peer) only with a cookie_path the user gave, never a
+   file the peer names.
+
+When the address is only connect()'s fallback (127.0.0.1:9051 because the Debian socket is missing:
+`fallback` says why), the peer must prove itself with SAFECOOKIE: NULL, a password or a plain cookie
+to a guessed address are refused; the user names the port (control_port) to use such a tor there.
+
+A refusal (AuthenticationFailed) names what the peer offered and what was expected. A password is
+checked (no CR, LF, NUL) before anything else, used or not. References: control-spec 3.5
+(AUTHENTICATE), 3.21 (PROTOCOLINFO) and 3.24 (AUTHCHALLENGE). Secrets (password, cookie, hashes)
+never appear in an error message.
 """
 
 from __future__ import annotations
@@ -146,41 +165,92 @@ def _safecookie(sock, cookie):
     _authenticate(sock, binascii.hexlify(client_hash).decode())
 
 
-def authenticate(sock, info, password=None, cookie_path=None):
-    """Authenticate on sock with the best method tor offers; returns the method used."""
+def _given(password, cookie_path):
+    """The credentials the user gave, as the options are named (for messages; never their values)."""
+    return " and ".join(name for name, value in (("control_password", password is not None),
+                                                 ("cookie_path", bool(cookie_path))) if value)
+
+
+def _expected(password, cookie_path):
+    """What a tor that asks for the credentials given would offer."""
+    if password is not None and cookie_path:
+        return "SAFECOOKIE with cookie_path, or HASHEDPASSWORD"
+    if password is not None:
+        return "HASHEDPASSWORD (or SAFECOOKIE with a cookie this user can read)"
+    return "SAFECOOKIE (or plain COOKIE) with cookie_path"
+
+
+def authenticate(sock, info, password=None, cookie_path=None, fallback=None):
+    """Authenticate on sock with the first method of the order above that fits; returns the method used.
+
+    fallback: why the address is only a guess (connect()'s 127.0.0.1:9051 when the Debian socket is
+    missing); then only SAFECOOKIE is accepted."""
+    if password is not None:
+        check_value(password, "control_password")
     methods = set(info.methods)
     offered = ", ".join(info.methods) or "nothing"
+    given = _given(password, cookie_path)
+
+    # 1. SAFECOOKIE: the peer proves it knows the cookie before we send anything that reveals a secret
+    cookie_problem = None
+    if "SAFECOOKIE" in methods:
+        path = cookie_path or info.cookie_file
+        if not path:
+            cookie_problem = AuthenticationFailed("tor offers cookie authentication (%s) but names no cookie file; "
+                                                  "set cookie_path" % offered)
+        else:
+            try:
+                cookie = read_cookie(path)
+            except AuthenticationFailed as exc:
+                cookie_problem = exc
+            else:
+                _safecookie(sock, cookie)
+                return "SAFECOOKIE"
+
+    # From here on the peer proves nothing before we authenticate.
+    if fallback:
+        if cookie_problem is not None:
+            raise AuthenticationFailed("%s (the peer at %s was reached only as the fallback (%s), where nothing but "
+                                       "SAFECOOKIE is used)" % (cookie_problem, sock.where, fallback))
+        raise AuthenticationFailed(
+            "refusing to authenticate to the peer at %s: it was reached only as the fallback (%s) and offers %s, "
+            "which does not prove it is tor before secrets (a password, the keys in later commands) reach it (a "
+            "local user can listen there while tor restarts); expected SAFECOOKIE with a cookie this user can read. "
+            "No AUTHENTICATE was sent. If your tor listens there, set control_port to use it"
+            % (sock.where, fallback, offered))
     if "NULL" in methods:
+        if given:
+            note = "; the cookie: %s" % cookie_problem if cookie_problem is not None else ""
+            raise AuthenticationFailed(
+                "refusing to authenticate to the peer at %s: it offers %s, but %s was given and a tor that asks for "
+                "it never offers NULL (no authentication); expected %s%s. No AUTHENTICATE was sent: this may not be "
+                "your tor (a local user can listen on its port while tor restarts). If your tor really runs without "
+                "authentication, do not give %s" % (sock.where, offered, given, _expected(password, cookie_path),
+                                                     note, given))
         _authenticate(sock, None)
         return "NULL"
     if password is not None and "HASHEDPASSWORD" in methods:
-        check_value(password, "control_password")
         _authenticate(sock, quote(password))
         return "HASHEDPASSWORD"
-    cookie_methods = methods & {"SAFECOOKIE", "COOKIE"}
-    if cookie_methods:
-        if "SAFECOOKIE" not in cookie_methods and not cookie_path:
+    if cookie_problem is None and "COOKIE" in methods:
+        if not cookie_path:
             # Plain COOKIE sends the file's bytes to the peer, and the file is the one the peer
             # names: a listener that is not tor could have us read out any 32-byte file. Every tor
             # since 0.2.3 offers SAFECOOKIE with COOKIE, so only a cookie the user names is sent.
             raise AuthenticationFailed("the peer at %s offers only plain COOKIE authentication (it offers %s), "
                                        "which would reveal the file it names; real tors also offer SAFECOOKIE. "
                                        "Set cookie_path to the cookie to use it anyway" % (sock.where, offered))
-        path = cookie_path or info.cookie_file
-        if not path:
-            raise AuthenticationFailed("tor offers cookie authentication (%s) but names no cookie file; "
-                                       "set cookie_path" % offered)
         try:
-            cookie = read_cookie(path)
+            cookie = read_cookie(cookie_path)
         except AuthenticationFailed as exc:
-            if "HASHEDPASSWORD" in methods:
-                raise AuthenticationFailed("%s; tor also accepts a password: set control_password" % exc)
-            raise
-        if "SAFECOOKIE" in cookie_methods:
-            _safecookie(sock, cookie)
-            return "SAFECOOKIE"
-        _authenticate(sock, binascii.hexlify(cookie).decode())
-        return "COOKIE"
+            cookie_problem = exc
+        else:
+            _authenticate(sock, binascii.hexlify(cookie).decode())
+            return "COOKIE"
+    if cookie_problem is not None:
+        if "HASHEDPASSWORD" in methods and password is None:
+            raise AuthenticationFailed("%s; tor also accepts a password: set control_password" % cookie_problem)
+        raise cookie_problem
     if "HASHEDPASSWORD" in methods:
         raise AuthenticationFailed("tor requires a password (it offers %s); set control_password" % offered)
     raise AuthenticationFailed("tor offers no authentication method we support (it offers %s)" % offered)

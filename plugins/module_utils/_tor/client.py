@@ -294,9 +294,12 @@ def _id_list(value):
 def connect(host=None, port=None, socket_path=None, password=None, cookie_path=None,
             timeout=DEFAULT_TIMEOUT, authenticate=True, **socket_options):
     """Open, PROTOCOLINFO and authenticate. With neither port nor socket_path: the Debian
-    socket /run/tor/control when it exists, else 127.0.0.1:9051 (the error names both)."""
+    socket /run/tor/control when it exists, else 127.0.0.1:9051 (the error names both). That port is
+    only a guess (any local user can listen there while tor restarts): a peer found there must prove
+    itself with SAFECOOKIE (auth.authenticate's fallback); the caller names the port to use another method."""
     if port is not None and socket_path is not None:
         raise ConnectionFailed("give either a control port or a control socket, not both")
+    fallback = None
     if socket_path is not None:
         try:
             sock = ControlSocket.unix(socket_path, timeout, **socket_options)
@@ -324,9 +327,10 @@ def connect(host=None, port=None, socket_path=None, password=None, cookie_path=N
                 raise ConnectionFailed("could not find tor's control interface: %s; %s. If tor listens elsewhere, "
                                        "set control_port or control_socket"
                                        % ("; ".join(tried), hint or _advice.NOT_RUNNING))
+            fallback = "; ".join(tried)
     try:
         info = _auth.protocolinfo(sock)
-        method = _auth.authenticate(sock, info, password, cookie_path) if authenticate else None
+        method = _auth.authenticate(sock, info, password, cookie_path, fallback) if authenticate else None
     except BaseException:
         sock.close()
         raise

@@ -5,11 +5,12 @@
 import binascii
 import hashlib
 import hmac
+import io
 import os
 
 import pytest
 
-from ansible_collections.onionlab.tor.plugins.module_utils._tor import auth
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import auth, client, watchdog
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import (
     AuthenticationFailed,
@@ -135,11 +136,13 @@ def test_null():
     assert fake.received[:3] == [b"PROTOCOLINFO 1", b"AUTHENTICATE", b"QUIT"]
 
 
-def test_null_wins_even_with_a_password():
-    controller, fake = run([(b"PROTOCOLINFO", protocolinfo(b"NULL,HASHEDPASSWORD")), (b"AUTHENTICATE", OK)],
-                           password="secret")
-    assert controller.auth_method == "NULL"
-    assert fake.received[1] == b"AUTHENTICATE"
+def test_null_with_a_password_offered_too_is_refused():
+    """Issue 42: NULL used to win even when a password was given. A tor never offers NULL with another
+    method (tor's control_auth: NULL only without CookieAuthentication and HashedControlPassword)."""
+    text, received = expect_failure([(b"PROTOCOLINFO", protocolinfo(b"NULL,HASHEDPASSWORD")), (b"AUTHENTICATE", OK)],
+                                    password="secret")
+    assert "it offers NULL, HASHEDPASSWORD, but control_password was given" in text and "secret" not in text
+    assert received == [b"PROTOCOLINFO 1"]
 
 
 @pytest.mark.parametrize("password, wire", [
@@ -155,12 +158,15 @@ def test_hashedpassword(password, wire):
     assert fake.received[1] == wire
 
 
-def test_password_preferred_over_cookies_when_given(cookie_file):
+def test_safecookie_preferred_over_a_password_given(cookie_file):
+    """Issue 42: the password used to go first; SAFECOOKIE proves the peer and reveals nothing."""
     controller, fake = run([(b"PROTOCOLINFO", protocolinfo(b"COOKIE,SAFECOOKIE,HASHEDPASSWORD",
                                                            b'"%s"' % str(cookie_file).encode())),
-                            (b"AUTHENTICATE", OK)], password="secret")
-    assert controller.auth_method == "HASHEDPASSWORD"
-    assert fake.received[1] == b'AUTHENTICATE "secret"'
+                            (b"AUTHCHALLENGE", challenge_reply()), (b"AUTHENTICATE", OK)], password="secret")
+    assert controller.auth_method == "SAFECOOKIE"
+    assert [line.split(b" ")[0] for line in fake.received] == [b"PROTOCOLINFO", b"AUTHCHALLENGE", b"AUTHENTICATE",
+                                                               b"QUIT"]
+    assert not any(b"secret" in line for line in fake.received)
 
 
 def test_password_required_but_not_given():
@@ -373,3 +379,252 @@ def test_safecookie_hashes_match_the_spec():
     nonce = os.urandom(32)
     assert auth.safecookie_hashes(COOKIE, nonce, SERVER_NONCE) == (server_hash(COOKIE, nonce, SERVER_NONCE),
                                                                    client_hash(COOKIE, nonce, SERVER_NONCE))
+
+
+# -- no downgrade (issue 42) ----------------------------------------------------------------
+# A user who gave credentials never authenticates with NULL; SAFECOOKIE (the peer proves it knows the
+# cookie) goes before anything that reveals a secret; connect()'s fallback address must prove itself.
+# The fake keeps every byte it received, so each test asserts that no secret crossed the wire.
+
+SECRET = "correct horse battery staple"
+COOKIE_HEX = binascii.hexlify(COOKIE)
+
+
+class _RecordingConn(object):
+    """The fake's end of a connection: every byte it receives also goes to sink, as received."""
+
+    def __init__(self, conn, sink):
+        self._conn = conn
+        self._sink = sink
+
+    def recv(self, size, *flags):
+        data = self._conn.recv(size, *flags)
+        self._sink.append(data)
+        return data
+
+    def __getattr__(self, name):
+        return getattr(self._conn, name)
+
+
+class _RecordingServer(object):
+    def __init__(self, server, sink):
+        self._server = server
+        self._sink = sink
+
+    def accept(self):
+        conn, address = self._server.accept()
+        return _RecordingConn(conn, self._sink), address
+
+    def __getattr__(self, name):
+        return getattr(self._server, name)
+
+
+class RecordingFakeTor(FakeTor):
+    """FakeTor that keeps every byte it received, partial lines too (.raw): all that crossed the wire."""
+
+    def __init__(self, script):
+        super().__init__(script)
+        self.chunks = []
+        self._server = _RecordingServer(self._server, self.chunks)
+
+    @property
+    def raw(self):
+        return b"".join(self.chunks)
+
+
+def attempt(script, monkeypatch=None, tmp_path=None, **kwargs):
+    """connect() to a recording fake: at its port, or (monkeypatch given) as connect()'s fallback after a
+    missing Debian socket. Returns (controller or the exception, fake)."""
+    with RecordingFakeTor(script) as fake:
+        try:
+            if monkeypatch is not None:
+                monkeypatch.setattr(client, "DEFAULT_SOCKET", str(tmp_path / "run-tor-control"))
+                monkeypatch.setattr(client, "DEFAULT_PORT", fake.port)
+                result = connect(timeout=5, **kwargs)
+            else:
+                result = connect(port=fake.port, timeout=5, **kwargs)
+            result.close()
+        except Exception as exc:  # pylint: disable=broad-except
+            result = exc
+    assert fake.errors == []
+    return result, fake
+
+
+def assert_no_secret(fake, *texts):
+    """Neither the password nor the cookie crossed the wire or reached a message."""
+    for secret in (SECRET.encode(), COOKIE_HEX, COOKIE_HEX.upper(), COOKIE):
+        assert secret not in fake.raw
+    for text in texts:
+        assert SECRET not in text and COOKIE_HEX.decode() not in text.lower()
+
+
+def credentials(kind, cookie):
+    return {"password": {"password": SECRET}, "cookie": {"cookie_path": str(cookie)},
+            "both": {"password": SECRET, "cookie_path": str(cookie)}}[kind]
+
+
+@pytest.mark.parametrize("methods, kind, given, expected", [
+    (b"NULL", "password", "control_password", "expected HASHEDPASSWORD (or SAFECOOKIE with a cookie"),
+    (b"NULL", "cookie", "cookie_path", "expected SAFECOOKIE (or plain COOKIE) with cookie_path"),
+    (b"NULL", "both", "control_password and cookie_path", "expected SAFECOOKIE with cookie_path, or HASHEDPASSWORD"),
+    (b"NULL,HASHEDPASSWORD", "password", "control_password", "expected HASHEDPASSWORD"),
+    (b"NULL,COOKIE", "cookie", "cookie_path", "expected SAFECOOKIE (or plain COOKIE)"),  # plain COOKIE: not to it
+])
+def test_credentials_given_null_offered_is_refused(cookie_file, methods, kind, given, expected):
+    result, fake = attempt([(b"PROTOCOLINFO", protocolinfo(methods)), (b"AUTHENTICATE", OK)],
+                           **credentials(kind, cookie_file))
+    assert isinstance(result, AuthenticationFailed), result
+    text = str(result)
+    assert text.startswith("refusing to authenticate to the peer at port 127.0.0.1:%d: it offers %s, but %s was given"
+                           % (fake.port, methods.decode().replace(",", ", "), given))
+    assert expected in text and "No AUTHENTICATE was sent" in text
+    assert fake.received == [b"PROTOCOLINFO 1"]          # no AUTHENTICATE, no QUIT: nothing after PROTOCOLINFO
+    assert_no_secret(fake, text)
+
+
+def test_credentials_given_null_and_safecookie_with_an_unreadable_cookie(tmp_path):
+    """A peer offering NULL is no tor: only SAFECOOKIE could be used with it, and the cookie it names is missing."""
+    missing = tmp_path / "missing"
+    result, fake = attempt([(b"PROTOCOLINFO", protocolinfo(b"NULL,SAFECOOKIE,HASHEDPASSWORD",
+                                                           b'"%s"' % str(missing).encode()))], password=SECRET)
+    assert isinstance(result, AuthenticationFailed), result
+    text = str(result)
+    assert "it offers NULL, SAFECOOKIE, HASHEDPASSWORD, but control_password was given" in text
+    assert "; the cookie: cannot read tor's authentication cookie %s" % missing in text
+    assert fake.received == [b"PROTOCOLINFO 1"]
+    assert_no_secret(fake, text)
+
+
+@pytest.mark.parametrize("kind", ["cookie", "password", "both"])
+def test_null_and_safecookie_offered_with_a_cookie_takes_safecookie(cookie_file, kind):
+    # with only a password, the cookie is the file the peer names
+    controller, fake = attempt([(b"PROTOCOLINFO", protocolinfo(b"NULL,SAFECOOKIE", b'"%s"' % str(cookie_file).encode())),
+                                (b"AUTHCHALLENGE", challenge_reply()), (b"AUTHENTICATE", OK)],
+                               **credentials(kind, cookie_file))
+    assert controller.auth_method == "SAFECOOKIE"
+    nonce = challenge(fake.received[1])
+    assert fake.received[2].lower() == b"authenticate " + binascii.hexlify(client_hash(COOKIE, nonce, SERVER_NONCE))
+    assert_no_secret(fake)
+
+
+@pytest.mark.parametrize("methods", [b"SAFECOOKIE,HASHEDPASSWORD", b"COOKIE,SAFECOOKIE,HASHEDPASSWORD",
+                                     b"HASHEDPASSWORD,SAFECOOKIE"])
+@pytest.mark.parametrize("where", ["cookie_path", "COOKIEFILE"])
+def test_safecookie_before_the_password(cookie_file, tmp_path, methods, where):
+    named = cookie_file if where == "COOKIEFILE" else tmp_path / "not-read"
+    kwargs = {"password": SECRET}
+    if where == "cookie_path":
+        kwargs["cookie_path"] = str(cookie_file)
+    controller, fake = attempt([(b"PROTOCOLINFO", protocolinfo(methods, b'"%s"' % str(named).encode())),
+                                (b"AUTHCHALLENGE", challenge_reply()), (b"AUTHENTICATE", OK)], **kwargs)
+    assert controller.auth_method == "SAFECOOKIE"
+    assert [line.split(b" ")[0] for line in fake.received] == [b"PROTOCOLINFO", b"AUTHCHALLENGE", b"AUTHENTICATE",
+                                                               b"QUIT"]
+    assert_no_secret(fake)
+
+
+@pytest.mark.parametrize("methods", [b"COOKIE,SAFECOOKIE,HASHEDPASSWORD", b"SAFECOOKIE,HASHEDPASSWORD",
+                                     b"NULL,SAFECOOKIE"])
+@pytest.mark.parametrize("answer", [challenge_reply(tamper=True), challenge_reply(cookie=bytes(32))],
+                         ids=["one-bit-off", "another-cookie"])
+@pytest.mark.parametrize("kind", ["password", "both"])
+def test_a_peer_failing_the_server_hash_never_gets_the_password(cookie_file, methods, answer, kind):
+    result, fake = attempt([(b"PROTOCOLINFO", protocolinfo(methods, b'"%s"' % str(cookie_file).encode())),
+                            (b"AUTHCHALLENGE", answer), (b"AUTHENTICATE", OK)], **credentials(kind, cookie_file))
+    assert isinstance(result, AuthenticationFailed), result
+    text = str(result)
+    assert "SAFECOOKIE: the server's hash does not match our cookie" in text and "refusing to authenticate" in text
+    assert [line.split(b" ")[0] for line in fake.received] == [b"PROTOCOLINFO", b"AUTHCHALLENGE"]
+    assert_no_secret(fake, text)
+
+
+@pytest.mark.parametrize("where", ["cookie_path", "COOKIEFILE"])
+def test_an_unreadable_cookie_leaves_the_password(tmp_path, where):
+    """No proof is possible without the cookie: the password the user gave is used (tor's password
+    authentication proves nothing of the peer; that is the password's nature, not a downgrade)."""
+    missing = str(tmp_path / "missing")
+    kwargs = {"password": SECRET, "cookie_path": missing} if where == "cookie_path" else {"password": SECRET}
+    controller, fake = attempt([(b"PROTOCOLINFO", protocolinfo(b"COOKIE,SAFECOOKIE,HASHEDPASSWORD",
+                                                               b'"%s"' % missing.encode())),
+                                (b"AUTHENTICATE", OK)], **kwargs)
+    assert controller.auth_method == "HASHEDPASSWORD"
+    assert fake.received[1] == b'AUTHENTICATE "%s"' % SECRET.encode()
+    assert SECRET.encode() in fake.raw                  # the recorder sees a secret that does cross
+
+
+@pytest.mark.parametrize("password", ["a\r\nSIGNAL SHUTDOWN", "nul\x00"])
+def test_an_unsafe_password_is_refused_even_when_safecookie_would_do(cookie_file, password):
+    result, fake = attempt([(b"PROTOCOLINFO", protocolinfo(b"COOKIE,SAFECOOKIE,HASHEDPASSWORD",
+                                                           b'"%s"' % str(cookie_file).encode()))], password=password)
+    assert isinstance(result, UnsafeValue) and password not in str(result)
+    assert fake.received == [b"PROTOCOLINFO 1"]
+
+
+def test_no_credentials_null_still_works():
+    """A tor with no authentication at all, at a port the caller named (how test tors run)."""
+    controller, fake = attempt([(b"PROTOCOLINFO", protocolinfo(b"NULL")), (b"AUTHENTICATE", OK)])
+    assert controller.auth_method == "NULL"
+    assert fake.received[:2] == [b"PROTOCOLINFO 1", b"AUTHENTICATE"]
+
+
+# connect()'s fallback: no control options, no Debian socket, so 127.0.0.1:9051 is a guess (a local
+# user may listen there while tor restarts): the peer there must prove itself with SAFECOOKIE.
+
+@pytest.mark.parametrize("methods, kwargs", [
+    (b"NULL", {}),
+    (b"NULL", {"password": SECRET}),
+    (b"HASHEDPASSWORD", {"password": SECRET}),
+    (b"COOKIE", {"cookie_path": None}),               # the cookie_path the user gave: plain COOKIE would send it
+])
+def test_the_fallback_address_must_prove_itself(cookie_file, tmp_path, monkeypatch, methods, kwargs):
+    if "cookie_path" in kwargs:
+        kwargs = {"cookie_path": str(cookie_file)}
+    result, fake = attempt([(b"PROTOCOLINFO", protocolinfo(methods)), (b"AUTHENTICATE", OK)],
+                           monkeypatch=monkeypatch, tmp_path=tmp_path, **kwargs)
+    assert isinstance(result, AuthenticationFailed), result
+    text = str(result)
+    assert text.startswith("refusing to authenticate to the peer at port 127.0.0.1:%d: it was reached only as the "
+                           "fallback (no control socket at %s) and offers %s"
+                           % (fake.port, tmp_path / "run-tor-control", methods.decode()))
+    assert "expected SAFECOOKIE" in text and text.endswith("If your tor listens there, set control_port to use it")
+    assert fake.received == [b"PROTOCOLINFO 1"]
+    assert_no_secret(fake, text)
+
+
+def test_the_fallback_address_with_an_unreadable_cookie(tmp_path, monkeypatch):
+    missing = tmp_path / "missing"
+    result, fake = attempt([(b"PROTOCOLINFO", protocolinfo(b"COOKIE,SAFECOOKIE,HASHEDPASSWORD",
+                                                           b'"%s"' % str(missing).encode()))],
+                           monkeypatch=monkeypatch, tmp_path=tmp_path, password=SECRET)
+    assert isinstance(result, AuthenticationFailed), result
+    text = str(result)
+    assert text.startswith("cannot read tor's authentication cookie %s" % missing)
+    assert "was reached only as the fallback (no control socket at" in text and "nothing but SAFECOOKIE" in text
+    assert fake.received == [b"PROTOCOLINFO 1"]
+    assert_no_secret(fake, text)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"password": SECRET}])
+def test_the_fallback_address_proving_itself_is_used(cookie_file, tmp_path, monkeypatch, kwargs):
+    controller, fake = attempt([(b"PROTOCOLINFO", protocolinfo(b"COOKIE,SAFECOOKIE,HASHEDPASSWORD",
+                                                               b'"%s"' % str(cookie_file).encode())),
+                                (b"AUTHCHALLENGE", challenge_reply()), (b"AUTHENTICATE", OK)],
+                               monkeypatch=monkeypatch, tmp_path=tmp_path, **kwargs)
+    assert controller.auth_method == "SAFECOOKIE"
+    assert controller.where == "port 127.0.0.1:%d" % fake.port
+    assert_no_secret(fake)
+
+
+# -- every caller gets the rule: connect() is the one way in ----------------------------------
+
+def test_the_watchdog_refuses_null_when_given_a_cookie(cookie_file, tmp_path):
+    out = io.StringIO()
+    with RecordingFakeTor([(b"PROTOCOLINFO", protocolinfo(b"NULL")), (b"AUTHENTICATE", OK)]) as fake:
+        state = watchdog.Watchdog({"control_port": fake.port, "cookie_path": str(cookie_file), "timeout": 5,
+                                   "state_file": str(tmp_path / "s.json"), "metrics_file": str(tmp_path / "m.prom")},
+                                  restart=lambda: pytest.fail("restarted"), out=out).run()
+    assert fake.errors == []
+    assert state["tor_up"] == 0
+    assert "tor=unreachable" in out.getvalue() and "refusing to authenticate" in out.getvalue()
+    assert fake.received == [b"PROTOCOLINFO 1"]
+    assert_no_secret(fake, out.getvalue())
