@@ -2,7 +2,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The host side of onion_service_deploy (module_utils/_onion_service_deploy.py) and its action
 plugin's pure helpers: the access check, the role's record as the role always wrote it, the
-PoW default, escrowed keys only where a directory holds none, the keys sent back."""
+PoW default, escrowed keys only where a directory holds none (and a key the controller refused stopping the
+run there), the keys sent back."""
 
 import base64
 import hashlib
@@ -77,6 +78,24 @@ def test_escrowed_key_only_where_a_directory_holds_none(tmp_path):
     out = deploy.restorable({str(empty): blob, str(holding): blob, str(tmp_path / "vault"): blob},
                             {str(tmp_path / "vault"): b"x"})
     assert out == {str(empty): key}
+
+
+def test_a_key_the_controller_refused_stops_the_run_only_where_it_would_be_restored(tmp_path):
+    """Issue 42: the controller sends no key that does not give the escrowed address, only why (escrow_refused);
+    a directory without a key refuses the run naming the service, one with a key (or a vault key) does not."""
+    import pytest
+    empty, holding = tmp_path / "web", tmp_path / "holding"
+    holding.mkdir()
+    (holding / deploy.KEY_FILE).write_bytes(onion.SECRET_HEADER + _expanded())
+    why = "/escrow/web1/web/hs_ed25519_secret_key gives b.onion, not the service's escrowed address a.onion"
+    good = onion.key_blob(_expanded())
+    vault = {str(tmp_path / "vault"): b"x"}
+    assert deploy.restorable({str(tmp_path / "ok"): good}, vault, {str(holding): why, str(tmp_path / "vault"): why}
+                             ) == {str(tmp_path / "ok"): onion.parse_key_blob(good)}
+    with pytest.raises(deploy.sm.ServiceError) as caught:
+        deploy.restorable({str(tmp_path / "ok"): good}, {}, {str(empty): why})
+    assert str(caught.value) == "service web (%s): its escrowed key cannot be restored: %s" % (empty, why)
+    assert not empty.exists()
 
 
 def test_keys_sent_back_only_when_the_escrow_lacks_or_differs(tmp_path):

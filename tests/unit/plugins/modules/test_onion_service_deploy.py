@@ -72,6 +72,11 @@ def host_state(tmp_path, fake):
     return tree, list(fake.hs_block), drop_in.read_text() if drop_in.exists() else None
 
 
+def secret_text(key_file):
+    """The start of a key file's key as an ADD_ONION blob shows it: never in a message."""
+    return onion.key_blob(key_file[len(onion.SECRET_HEADER):]).split(":")[1][:24]
+
+
 def escrowed(tmp_path, name, filename=esc.KEY_FILE):
     return tmp_path / "escrow" / HOST / name / filename
 
@@ -164,9 +169,9 @@ def test_an_escrowed_key_that_is_not_the_services_is_refused_and_the_host_left_u
     assert sorted(os.listdir(str(tmp_path / "svc"))) == []
     assert len([c for c in fake.received if c.startswith("SETCONF")]) == setconfs
     for data in keys.values():
-        assert onion.key_blob(data[32:]).split(":")[1][:24] not in message
+        assert secret_text(data) not in message
     if damage is _swapped:      # the vault's key for web: the escrow's is not sent, nor checked
-        vault = onion.key_blob(keys["web"][32:])
+        vault = onion.key_blob(keys["web"][len(onion.SECRET_HEADER):])
         out, _runs = deploy(runner, fake, tmp_path, private_keys={"web": vault})
         assert isinstance(out, dict) and out["ansible_facts"]["onion_service_addresses"] == first, out
 
@@ -182,8 +187,4 @@ def test_a_bad_escrowed_key_the_host_does_not_need_is_replaced_by_the_hosts(runn
     assert esc.key_address(escrowed(tmp_path, "web").read_bytes()) == first["web"]
     assert (tmp_path / "escrow" / HOST / "web" / "replaced" / first["blog"] / esc.KEY_FILE).read_bytes() == blog_key
     assert any("not the escrowed key of %s" % first["blog"] in w for w in out["warnings"]), out["warnings"]
-    assert json.dumps(out).find(onion.key_blob(blob_of(blog_key)).split(":")[1][:24]) == -1
-
-
-def blob_of(data):
-    return data[len(onion.SECRET_HEADER):]
+    assert secret_text(blog_key) not in json.dumps(out)
