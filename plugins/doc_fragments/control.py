@@ -17,6 +17,9 @@ options:
       - With neither O(control_port) nor O(control_socket), the module uses the unix socket
         C(/run/tor/control) when it exists (the default of the tor that Debian and Ubuntu package) and
         otherwise C(127.0.0.1:9051); the error message names both when neither answers.
+      - That fallback port is only a guess (any local user can listen there while tor restarts), so the module
+        accepts the peer there only when it proves itself with C(SAFECOOKIE); a tor on that port without
+        authentication, or with only a password, is used when O(control_port) names it.
     type: int
   control_host:
     description:
@@ -31,7 +34,13 @@ options:
   control_password:
     description:
       - Password for tor's C(HashedControlPassword) authentication.
-      - When omitted, cookie authentication (SAFECOOKIE, else COOKIE) is used if tor offers it.
+      - C(SAFECOOKIE) goes first whenever tor offers it and the cookie is readable (O(cookie_path), else the file tor
+        names); tor proves that it knows the cookie before anything is revealed, and the password is not sent. The
+        password is sent only to a tor that offers no C(SAFECOOKIE) or whose cookie cannot be read.
+      - When given, a peer that offers no authentication (C(NULL)) is refused before anything is sent, since a tor that
+        asks for a password never offers C(NULL). Omit it for a tor that runs without authentication.
+      - When omitted, cookie authentication (SAFECOOKIE) is used if tor offers it, and no authentication if tor asks
+        for none.
     type: str
   cookie_path:
     description:
@@ -39,6 +48,7 @@ options:
         (for a chroot or a container whose paths differ).
       - Required to use plain C(COOKIE) authentication with a peer that does not offer C(SAFECOOKIE); that method
         sends the cookie's bytes to the peer, so the module does not read a file the peer names for it.
+      - When given, a peer that offers no authentication (C(NULL)) is refused before anything is sent.
     type: path
   timeout:
     description:
@@ -49,4 +59,7 @@ notes:
   - The modules speak tor's control protocol with the Python standard library only; nothing is installed on
     the target.
   - With SAFECOOKIE authentication the module verifies that tor knows the cookie before it reveals anything.
+  - The order of authentication methods is SAFECOOKIE (with a readable cookie), then no authentication (C(NULL), only
+    when neither O(control_password) nor O(cookie_path) is given), then the password, then plain C(COOKIE) (only with
+    O(cookie_path)). A refusal names what the peer offered and what was expected, never a secret.
 """

@@ -55,12 +55,6 @@ def cookie_and_password_tor(tmp_path):
         yield instance
 
 
-@pytest.fixture
-def open_tor(tmp_path):
-    with TorInstance(tmp_path / "tor", cookie=False, extra=NO_GEOIP) as instance:
-        yield instance
-
-
 @pytest.mark.parametrize("with_cookie_path", [False, True], ids=["password", "password+cookie_path"])
 def test_connect_module_takes_safecookie_before_the_password(cookie_and_password_tor, with_cookie_path):
     tor = cookie_and_password_tor
@@ -98,11 +92,11 @@ def test_modules_in_a_playbook_take_safecookie_before_the_password(cookie_and_pa
 
 
 @pytest.mark.parametrize("given", ["control_password", "cookie_path"])
-def test_a_tor_without_authentication_is_refused_when_credentials_are_given(open_tor, tmp_path, given):
+def test_a_tor_without_authentication_is_refused_when_credentials_are_given(tor_open, tmp_path, given):
     cookie = tmp_path / "cookie"
     cookie.write_bytes(bytes(range(32)))
     value = PASSWORD if given == "control_password" else str(cookie)
-    with ControlTap(open_tor.control_port) as tap:
+    with ControlTap(tor_open.control_port) as tap:
         with pytest.raises(AuthenticationFailed) as info:
             _common.connect_module(Module(control_port=tap.port, **{given: value}))
     text = str(info.value)
@@ -111,13 +105,13 @@ def test_a_tor_without_authentication_is_refused_when_credentials_are_given(open
     assert PASSWORD not in text
     assert tap.lines == [b"PROTOCOLINFO 1"]
     # without credentials the same tor works (how test tors run)
-    with _common.connect_module(Module(control_port=open_tor.control_port)) as ctl:
+    with _common.connect_module(Module(control_port=tor_open.control_port)) as ctl:
         assert ctl.auth_method == "NULL"
 
 
-def test_a_tor_without_authentication_found_by_the_fallback_is_refused(open_tor, tmp_path, monkeypatch):
+def test_a_tor_without_authentication_found_by_the_fallback_is_refused(tor_open, tmp_path, monkeypatch):
     monkeypatch.setattr(client, "DEFAULT_SOCKET", str(tmp_path / "no-control-socket"))
-    with ControlTap(open_tor.control_port) as tap:
+    with ControlTap(tor_open.control_port) as tap:
         monkeypatch.setattr(client, "DEFAULT_PORT", tap.port)
         with pytest.raises(AuthenticationFailed) as info:
             _common.connect_module(Module())
@@ -126,5 +120,5 @@ def test_a_tor_without_authentication_found_by_the_fallback_is_refused(open_tor,
         tmp_path / "no-control-socket") in text
     assert text.endswith("If your tor listens there, set control_port to use it")
     assert tap.lines == [b"PROTOCOLINFO 1"]
-    with _common.connect_module(Module(control_port=open_tor.control_port)) as ctl:   # named: used
+    with _common.connect_module(Module(control_port=tor_open.control_port)) as ctl:   # named: used
         assert ctl.auth_method == "NULL"

@@ -10,11 +10,11 @@ local user who bound it while tor restarts. So the order is (issue 42):
 
 1. SAFECOOKIE whenever it is offered and a cookie is readable (cookie_path, else the COOKIEFILE the
    peer names): the server proves it knows the cookie before we reveal anything, so a password given
-   alongside is never sent.
+   alongside is not sent. A peer that fails the proof is refused (the password is not tried after it).
 2. NULL (tor asks for nothing) only when the user gave no credentials: a user who gave
    control_password or cookie_path expects a tor that asks for them, and a tor that does never
-   offers NULL, so such a peer is refused before any AUTHENTICATE (a peer offering NULL with other
-   methods is not a tor: nothing but SAFECOOKIE is used with it).
+   offers NULL, so such a peer is refused before any AUTHENTICATE (with credentials, a peer that
+   offers NULL among other methods is no tor either: only SAFECOOKIE, a proof, is used with it).
 3. HASHEDPASSWORD with the password given (the password goes to a peer that proved nothing: tor's
    password authentication has no proof).
 4. COOKIE (plain: the cookie's bytes go to the peer) only with a cookie_path the user gave, never a

@@ -33,11 +33,60 @@ def protocolinfo(methods, cookie_file=None, version=b"0.4.9.11", proto=b"1"):
             b"250-VERSION Tor=\"" + version + b"\"\r\n250 OK\r\n")
 
 
-def run(script, **kwargs):
-    """connect() to a fake running script; returns (controller or the exception, fake)."""
-    with FakeTor(script) as fake:
+class _RecordingConn(object):
+    """The fake's end of a connection: every byte it receives also goes to sink, as received."""
+
+    def __init__(self, conn, sink):
+        self._conn = conn
+        self._sink = sink
+
+    def recv(self, size, *flags):
+        data = self._conn.recv(size, *flags)
+        self._sink.append(data)
+        return data
+
+    def __getattr__(self, name):
+        return getattr(self._conn, name)
+
+
+class _RecordingServer(object):
+    def __init__(self, server, sink):
+        self._server = server
+        self._sink = sink
+
+    def accept(self):
+        conn, address = self._server.accept()
+        return _RecordingConn(conn, self._sink), address
+
+    def __getattr__(self, name):
+        return getattr(self._server, name)
+
+
+class RecordingFakeTor(FakeTor):
+    """FakeTor that keeps every byte it received, partial lines too (.raw): all that crossed the wire."""
+
+    def __init__(self, script):
+        super().__init__(script)
+        self.chunks = []
+        self._server = _RecordingServer(self._server, self.chunks)
+
+    @property
+    def raw(self):
+        return b"".join(self.chunks)
+
+
+def run(script, fallback=None, **kwargs):
+    """connect() to a recording fake running script: at its port, or, with fallback=(monkeypatch, tmp_path), as
+    connect()'s fallback after a missing Debian socket. Returns (controller or the exception, fake)."""
+    with RecordingFakeTor(script) as fake:
         try:
-            result = connect(port=fake.port, timeout=5, **kwargs)
+            if fallback is not None:
+                monkeypatch, tmp_path = fallback
+                monkeypatch.setattr(client, "DEFAULT_SOCKET", str(tmp_path / "run-tor-control"))
+                monkeypatch.setattr(client, "DEFAULT_PORT", fake.port)
+                result = connect(timeout=5, **kwargs)
+            else:
+                result = connect(port=fake.port, timeout=5, **kwargs)
             result.close()
         except Exception as exc:  # pylint: disable=broad-except
             result = exc
@@ -390,66 +439,6 @@ SECRET = "correct horse battery staple"
 COOKIE_HEX = binascii.hexlify(COOKIE)
 
 
-class _RecordingConn(object):
-    """The fake's end of a connection: every byte it receives also goes to sink, as received."""
-
-    def __init__(self, conn, sink):
-        self._conn = conn
-        self._sink = sink
-
-    def recv(self, size, *flags):
-        data = self._conn.recv(size, *flags)
-        self._sink.append(data)
-        return data
-
-    def __getattr__(self, name):
-        return getattr(self._conn, name)
-
-
-class _RecordingServer(object):
-    def __init__(self, server, sink):
-        self._server = server
-        self._sink = sink
-
-    def accept(self):
-        conn, address = self._server.accept()
-        return _RecordingConn(conn, self._sink), address
-
-    def __getattr__(self, name):
-        return getattr(self._server, name)
-
-
-class RecordingFakeTor(FakeTor):
-    """FakeTor that keeps every byte it received, partial lines too (.raw): all that crossed the wire."""
-
-    def __init__(self, script):
-        super().__init__(script)
-        self.chunks = []
-        self._server = _RecordingServer(self._server, self.chunks)
-
-    @property
-    def raw(self):
-        return b"".join(self.chunks)
-
-
-def attempt(script, monkeypatch=None, tmp_path=None, **kwargs):
-    """connect() to a recording fake: at its port, or (monkeypatch given) as connect()'s fallback after a
-    missing Debian socket. Returns (controller or the exception, fake)."""
-    with RecordingFakeTor(script) as fake:
-        try:
-            if monkeypatch is not None:
-                monkeypatch.setattr(client, "DEFAULT_SOCKET", str(tmp_path / "run-tor-control"))
-                monkeypatch.setattr(client, "DEFAULT_PORT", fake.port)
-                result = connect(timeout=5, **kwargs)
-            else:
-                result = connect(port=fake.port, timeout=5, **kwargs)
-            result.close()
-        except Exception as exc:  # pylint: disable=broad-except
-            result = exc
-    assert fake.errors == []
-    return result, fake
-
-
 def assert_no_secret(fake, *texts):
     """Neither the password nor the cookie crossed the wire or reached a message."""
     for secret in (SECRET.encode(), COOKIE_HEX, COOKIE_HEX.upper(), COOKIE):
@@ -471,8 +460,8 @@ def credentials(kind, cookie):
     (b"NULL,COOKIE", "cookie", "cookie_path", "expected SAFECOOKIE (or plain COOKIE)"),  # plain COOKIE: not to it
 ])
 def test_credentials_given_null_offered_is_refused(cookie_file, methods, kind, given, expected):
-    result, fake = attempt([(b"PROTOCOLINFO", protocolinfo(methods)), (b"AUTHENTICATE", OK)],
-                           **credentials(kind, cookie_file))
+    result, fake = run([(b"PROTOCOLINFO", protocolinfo(methods)), (b"AUTHENTICATE", OK)],
+                       **credentials(kind, cookie_file))
     assert isinstance(result, AuthenticationFailed), result
     text = str(result)
     assert text.startswith("refusing to authenticate to the peer at port 127.0.0.1:%d: it offers %s, but %s was given"
@@ -485,8 +474,8 @@ def test_credentials_given_null_offered_is_refused(cookie_file, methods, kind, g
 def test_credentials_given_null_and_safecookie_with_an_unreadable_cookie(tmp_path):
     """A peer offering NULL is no tor: only SAFECOOKIE could be used with it, and the cookie it names is missing."""
     missing = tmp_path / "missing"
-    result, fake = attempt([(b"PROTOCOLINFO", protocolinfo(b"NULL,SAFECOOKIE,HASHEDPASSWORD",
-                                                           b'"%s"' % str(missing).encode()))], password=SECRET)
+    result, fake = run([(b"PROTOCOLINFO", protocolinfo(b"NULL,SAFECOOKIE,HASHEDPASSWORD",
+                                                       b'"%s"' % str(missing).encode()))], password=SECRET)
     assert isinstance(result, AuthenticationFailed), result
     text = str(result)
     assert "it offers NULL, SAFECOOKIE, HASHEDPASSWORD, but control_password was given" in text
@@ -498,9 +487,10 @@ def test_credentials_given_null_and_safecookie_with_an_unreadable_cookie(tmp_pat
 @pytest.mark.parametrize("kind", ["cookie", "password", "both"])
 def test_null_and_safecookie_offered_with_a_cookie_takes_safecookie(cookie_file, kind):
     # with only a password, the cookie is the file the peer names
-    controller, fake = attempt([(b"PROTOCOLINFO", protocolinfo(b"NULL,SAFECOOKIE", b'"%s"' % str(cookie_file).encode())),
-                                (b"AUTHCHALLENGE", challenge_reply()), (b"AUTHENTICATE", OK)],
-                               **credentials(kind, cookie_file))
+    named = b'"%s"' % str(cookie_file).encode()
+    controller, fake = run([(b"PROTOCOLINFO", protocolinfo(b"NULL,SAFECOOKIE", named)),
+                            (b"AUTHCHALLENGE", challenge_reply()), (b"AUTHENTICATE", OK)],
+                           **credentials(kind, cookie_file))
     assert controller.auth_method == "SAFECOOKIE"
     nonce = challenge(fake.received[1])
     assert fake.received[2].lower() == b"authenticate " + binascii.hexlify(client_hash(COOKIE, nonce, SERVER_NONCE))
@@ -515,8 +505,8 @@ def test_safecookie_before_the_password(cookie_file, tmp_path, methods, where):
     kwargs = {"password": SECRET}
     if where == "cookie_path":
         kwargs["cookie_path"] = str(cookie_file)
-    controller, fake = attempt([(b"PROTOCOLINFO", protocolinfo(methods, b'"%s"' % str(named).encode())),
-                                (b"AUTHCHALLENGE", challenge_reply()), (b"AUTHENTICATE", OK)], **kwargs)
+    controller, fake = run([(b"PROTOCOLINFO", protocolinfo(methods, b'"%s"' % str(named).encode())),
+                            (b"AUTHCHALLENGE", challenge_reply()), (b"AUTHENTICATE", OK)], **kwargs)
     assert controller.auth_method == "SAFECOOKIE"
     assert [line.split(b" ")[0] for line in fake.received] == [b"PROTOCOLINFO", b"AUTHCHALLENGE", b"AUTHENTICATE",
                                                                b"QUIT"]
@@ -529,8 +519,8 @@ def test_safecookie_before_the_password(cookie_file, tmp_path, methods, where):
                          ids=["one-bit-off", "another-cookie"])
 @pytest.mark.parametrize("kind", ["password", "both"])
 def test_a_peer_failing_the_server_hash_never_gets_the_password(cookie_file, methods, answer, kind):
-    result, fake = attempt([(b"PROTOCOLINFO", protocolinfo(methods, b'"%s"' % str(cookie_file).encode())),
-                            (b"AUTHCHALLENGE", answer), (b"AUTHENTICATE", OK)], **credentials(kind, cookie_file))
+    result, fake = run([(b"PROTOCOLINFO", protocolinfo(methods, b'"%s"' % str(cookie_file).encode())),
+                        (b"AUTHCHALLENGE", answer), (b"AUTHENTICATE", OK)], **credentials(kind, cookie_file))
     assert isinstance(result, AuthenticationFailed), result
     text = str(result)
     assert "SAFECOOKIE: the server's hash does not match our cookie" in text and "refusing to authenticate" in text
@@ -544,9 +534,9 @@ def test_an_unreadable_cookie_leaves_the_password(tmp_path, where):
     authentication proves nothing of the peer; that is the password's nature, not a downgrade)."""
     missing = str(tmp_path / "missing")
     kwargs = {"password": SECRET, "cookie_path": missing} if where == "cookie_path" else {"password": SECRET}
-    controller, fake = attempt([(b"PROTOCOLINFO", protocolinfo(b"COOKIE,SAFECOOKIE,HASHEDPASSWORD",
-                                                               b'"%s"' % missing.encode())),
-                                (b"AUTHENTICATE", OK)], **kwargs)
+    controller, fake = run([(b"PROTOCOLINFO", protocolinfo(b"COOKIE,SAFECOOKIE,HASHEDPASSWORD",
+                                                           b'"%s"' % missing.encode())),
+                            (b"AUTHENTICATE", OK)], **kwargs)
     assert controller.auth_method == "HASHEDPASSWORD"
     assert fake.received[1] == b'AUTHENTICATE "%s"' % SECRET.encode()
     assert SECRET.encode() in fake.raw                  # the recorder sees a secret that does cross
@@ -554,15 +544,15 @@ def test_an_unreadable_cookie_leaves_the_password(tmp_path, where):
 
 @pytest.mark.parametrize("password", ["a\r\nSIGNAL SHUTDOWN", "nul\x00"])
 def test_an_unsafe_password_is_refused_even_when_safecookie_would_do(cookie_file, password):
-    result, fake = attempt([(b"PROTOCOLINFO", protocolinfo(b"COOKIE,SAFECOOKIE,HASHEDPASSWORD",
-                                                           b'"%s"' % str(cookie_file).encode()))], password=password)
+    result, fake = run([(b"PROTOCOLINFO", protocolinfo(b"COOKIE,SAFECOOKIE,HASHEDPASSWORD",
+                                                       b'"%s"' % str(cookie_file).encode()))], password=password)
     assert isinstance(result, UnsafeValue) and password not in str(result)
     assert fake.received == [b"PROTOCOLINFO 1"]
 
 
 def test_no_credentials_null_still_works():
     """A tor with no authentication at all, at a port the caller named (how test tors run)."""
-    controller, fake = attempt([(b"PROTOCOLINFO", protocolinfo(b"NULL")), (b"AUTHENTICATE", OK)])
+    controller, fake = run([(b"PROTOCOLINFO", protocolinfo(b"NULL")), (b"AUTHENTICATE", OK)])
     assert controller.auth_method == "NULL"
     assert fake.received[:2] == [b"PROTOCOLINFO 1", b"AUTHENTICATE"]
 
@@ -579,8 +569,8 @@ def test_no_credentials_null_still_works():
 def test_the_fallback_address_must_prove_itself(cookie_file, tmp_path, monkeypatch, methods, kwargs):
     if "cookie_path" in kwargs:
         kwargs = {"cookie_path": str(cookie_file)}
-    result, fake = attempt([(b"PROTOCOLINFO", protocolinfo(methods)), (b"AUTHENTICATE", OK)],
-                           monkeypatch=monkeypatch, tmp_path=tmp_path, **kwargs)
+    result, fake = run([(b"PROTOCOLINFO", protocolinfo(methods)), (b"AUTHENTICATE", OK)],
+                       fallback=(monkeypatch, tmp_path), **kwargs)
     assert isinstance(result, AuthenticationFailed), result
     text = str(result)
     assert text.startswith("refusing to authenticate to the peer at port 127.0.0.1:%d: it was reached only as the "
@@ -593,9 +583,9 @@ def test_the_fallback_address_must_prove_itself(cookie_file, tmp_path, monkeypat
 
 def test_the_fallback_address_with_an_unreadable_cookie(tmp_path, monkeypatch):
     missing = tmp_path / "missing"
-    result, fake = attempt([(b"PROTOCOLINFO", protocolinfo(b"COOKIE,SAFECOOKIE,HASHEDPASSWORD",
-                                                           b'"%s"' % str(missing).encode()))],
-                           monkeypatch=monkeypatch, tmp_path=tmp_path, password=SECRET)
+    result, fake = run([(b"PROTOCOLINFO", protocolinfo(b"COOKIE,SAFECOOKIE,HASHEDPASSWORD",
+                                                       b'"%s"' % str(missing).encode()))],
+                       fallback=(monkeypatch, tmp_path), password=SECRET)
     assert isinstance(result, AuthenticationFailed), result
     text = str(result)
     assert text.startswith("cannot read tor's authentication cookie %s" % missing)
@@ -606,10 +596,10 @@ def test_the_fallback_address_with_an_unreadable_cookie(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("kwargs", [{}, {"password": SECRET}])
 def test_the_fallback_address_proving_itself_is_used(cookie_file, tmp_path, monkeypatch, kwargs):
-    controller, fake = attempt([(b"PROTOCOLINFO", protocolinfo(b"COOKIE,SAFECOOKIE,HASHEDPASSWORD",
-                                                               b'"%s"' % str(cookie_file).encode())),
-                                (b"AUTHCHALLENGE", challenge_reply()), (b"AUTHENTICATE", OK)],
-                               monkeypatch=monkeypatch, tmp_path=tmp_path, **kwargs)
+    controller, fake = run([(b"PROTOCOLINFO", protocolinfo(b"COOKIE,SAFECOOKIE,HASHEDPASSWORD",
+                                                           b'"%s"' % str(cookie_file).encode())),
+                            (b"AUTHCHALLENGE", challenge_reply()), (b"AUTHENTICATE", OK)],
+                           fallback=(monkeypatch, tmp_path), **kwargs)
     assert controller.auth_method == "SAFECOOKIE"
     assert controller.where == "port 127.0.0.1:%d" % fake.port
     assert_no_secret(fake)
