@@ -288,7 +288,9 @@ class Node:
             lines += ['SocksPort 127.0.0.1:%d' % self.socks_port,
                       'Log [rend]info file %s' % self.rend_logfile]
         elif self.role in ('onion', 'extra'):
-            lines += ['SocksPort %s' % ('127.0.0.1:%d' % self.socks_port if self.socks_port else '0')]
+            # the onion-service steps of both sides (uploads, intro circuits; a client's fetches and introductions)
+            lines += ['SocksPort %s' % ('127.0.0.1:%d' % self.socks_port if self.socks_port else '0'),
+                      'Log [rend]info file %s' % self.rend_logfile]
         return lines + self.extra
 
     def write_torrc(self):

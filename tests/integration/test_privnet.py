@@ -20,7 +20,8 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion as 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from harness import privnet as pn
 from harness.ansible_run import run_playbook
-from harness.fixtures import fetch_onion, HsDescWatch, socks5_http_get
+from harness.fixtures import socks5_http_get
+from harness.reach import Reach
 
 HARNESS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'harness', 'privnet.py')
 FETCH_DEADLINE = float(os.environ.get('ONIONLAB_FETCH_DEADLINE', '60'))
@@ -68,15 +69,14 @@ def test_only_loopback_and_our_authorities(privnet):
 def test_onion_service_via_add_onion(privnet, http_backend):
     """ADD_ONION with our control-protocol client, fetched through the client's SocksPort."""
     onion = privnet.onion
-    with connect(port=onion.control_port, cookie_path=onion.cookie_path) as c:
+    with Reach(onion, privnet.client) as reach, connect(port=onion.control_port, cookie_path=onion.cookie_path) as c:
         t0 = time.monotonic()
         svc = c.add_onion([(80, '127.0.0.1:%d' % http_backend.port)], flags=['DiscardPK'])
         address = svc['service_id'] + '.onion'
-        body, took, attempts = fetch_onion(privnet.socks_port, address, deadline=FETCH_DEADLINE)
+        body, took = reach.fetch(address, deadline=FETCH_DEADLINE)
         c.del_onion(svc['service_id'])
     assert body == http_backend.token
-    _say('privnet ready in %.1fs; ADD_ONION -> first fetch %.1fs (%d attempts)'
-         % (privnet.timings['ready'], time.monotonic() - t0, attempts))
+    _say('privnet ready in %.1fs; ADD_ONION -> first answer %.1fs' % (privnet.timings['ready'], time.monotonic() - t0))
 
 
 def _playbook(tmp_path, tasks):
@@ -97,19 +97,20 @@ def test_onion_service_via_module(privnet, http_backend, tmp_path):
     onion = privnet.onion
     out_file = tmp_path / 'address'
     t0 = time.monotonic()
-    rc, out = _playbook(tmp_path, [
-        {'name': 'onion service', 'onionlab.tor.tor_hidden_service': {
-            'ephemeral': True, 'control_port': onion.control_port, 'cookie_path': onion.cookie_path,
-            'ports': [{'port': 80, 'target_port': http_backend.port}]}, 'register': 'svc'},
-        {'ansible.builtin.copy': {'content': '{{ svc.onion_address }}', 'dest': str(out_file)}},
-    ])
-    assert rc == 0, out
-    address = out_file.read_text().strip()
-    assert address.endswith('.onion')
-    body, took, attempts = fetch_onion(privnet.socks_port, address, deadline=FETCH_DEADLINE)
+    with Reach(onion, privnet.client) as reach:
+        rc, out = _playbook(tmp_path, [
+            {'name': 'onion service', 'onionlab.tor.tor_hidden_service': {
+                'ephemeral': True, 'control_port': onion.control_port, 'cookie_path': onion.cookie_path,
+                'ports': [{'port': 80, 'target_port': http_backend.port}]}, 'register': 'svc'},
+            {'ansible.builtin.copy': {'content': '{{ svc.onion_address }}', 'dest': str(out_file)}},
+        ])
+        assert rc == 0, out
+        address = out_file.read_text().strip()
+        assert address.endswith('.onion')
+        took_module = time.monotonic() - t0
+        body, took = reach.fetch(address, deadline=FETCH_DEADLINE)
     assert body == http_backend.token
-    _say('tor_hidden_service -> first fetch %.1fs (%d attempts; module run %.1fs)'
-         % (time.monotonic() - t0, attempts, time.monotonic() - t0 - took))
+    _say('tor_hidden_service -> first answer %.1fs (module run %.1fs)' % (time.monotonic() - t0, took_module))
 
 
 # What tor answers on SOCKS when a service's descriptor is encrypted for authorized clients only.
@@ -186,7 +187,7 @@ def test_services_generated_client_auth_line_opens_the_service(privnet, http_bac
         'content': "{{ {'services': made.services, 'clients': made.generated_clients} | to_json }}"}}
     started = []
     t0 = time.monotonic()
-    uploads = HsDescWatch(onion)
+    reach = Reach(onion)
     try:
         run = run_playbook([task, save], tmp_path)
         assert run.rc == 0, run.output
@@ -211,15 +212,13 @@ def test_services_generated_client_auth_line_opens_the_service(privnet, http_bac
         assert names_its_service, 'auth_private is %r, not <service id>:descriptor:x25519:<key> for %s' % (
             alice['auth_private'].replace(alice['private_key'], '<private key>'), addresses[private_dir])
 
-        # once an HSDir holds each service's descriptor (tor's HS_DESC UPLOADED), alice's tor fetches the page
-        took_upload = uploads.wait_uploaded([a[:-len('.onion')] for a in addresses.values()], FETCH_DEADLINE)
-        _say('services: both descriptors uploaded %.1fs after the module started' % took_upload)
+        # once the HSDirs alice's tor asks hold each service's descriptor (tor's HS_DESC UPLOADED), it fetches the page
         alice_tor, alice_port = _client_tor(privnet, 'hsauthalice', _auth_dir(tmp_path, 'alice', alice['auth_private']))
         started.append(alice_tor)
-        body, took, attempts = fetch_onion(alice_port, addresses[private_dir], deadline=FETCH_DEADLINE)
+        body, took = reach.fetch(addresses[private_dir], deadline=FETCH_DEADLINE, client=alice_tor)
         assert body == http_backend.token
-        _say('services: module %.1fs; alice\'s auth_private line -> first fetch %.1fs (%d attempts)'
-             % (took_module, took, attempts))
+        _say('services: module %.1fs; alice\'s auth_private line -> answered %.1fs after the upload'
+             % (took_module, took))
 
         # a well-formed line for the same service with another key: refused
         wrong_private, _wrong_public = onion_keys.generate_client_keypair()
@@ -236,10 +235,10 @@ def test_services_generated_client_auth_line_opens_the_service(privnet, http_bac
         code, error, took = _refusal(keyless_port, addresses[private_dir], http_backend.token)
         assert code == MISSING_CLIENT_AUTH, 'no key: %s after %.0fs' % (error, took)
         _say('no key refused in %.1fs: %s' % (took, error))
-        body, took, attempts = fetch_onion(keyless_port, addresses[public_dir], deadline=FETCH_DEADLINE)
+        body, took = reach.fetch(addresses[public_dir], deadline=FETCH_DEADLINE, client=keyless_tor)
         assert body == http_backend.token
     finally:
-        uploads.close()
+        reach.close()
         pn.kill_pids([(n.pid, n.starttime) for n in started], grace=5.0)
         for n in started:
             n.proc.wait(timeout=10)

@@ -27,7 +27,7 @@ import pytest
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import client as tor_client
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from harness.ansible_run import run_playbook
-from harness.fixtures import fetch_onion
+from harness.reach import Reach
 
 HiddenServiceDescriptorV3 = pytest.importorskip('stem.descriptor.hidden_service').HiddenServiceDescriptorV3
 pytest.importorskip('cryptography')  # Stem decrypts the layers with it
@@ -143,65 +143,6 @@ def _wait_descriptor(node, service_id, address, cond, deadline=REPUBLISH_DEADLIN
         time.sleep(0.5)
 
 
-def _client_without_pow(node, service_id, address, deadline=REFETCH_DEADLINE):
-    """The inner layer of the client's descriptor of service_id once it has no pow-params line:
-    while the HSDirs may still serve the previous upload, HSFETCH asks them again (bounded)."""
-    t0 = time.monotonic()
-    refetches = 0
-    while True:
-        text = _descriptor(node, service_id, 'client')
-        inner = _inner(text, address) if text else None
-        if inner is not None and _pow_params(inner) is None:
-            return inner, refetches
-        if time.monotonic() - t0 > deadline:
-            raise AssertionError('the client still holds a descriptor with PoW after %.0fs:\n%s' % (deadline, inner))
-        with connect(port=node.control_port, cookie_path=node.cookie_path) as c:
-            c.request('HSFETCH', [service_id])
-        refetches += 1
-        time.sleep(2)
-
-
-class _Uploads(object):
-    """The service tor's HS_DESC events for one service, from a control connection of its own:
-    when the service uploaded which descriptor, and what the HSDirs answered."""
-
-    def __init__(self, node, service_id):
-        self.sid = service_id
-        self.conn = connect(port=node.control_port, cookie_path=node.cookie_path)
-        self.conn.request('SETEVENTS', ['HS_DESC'])
-        self.seen = []          # (monotonic time, action, hsdir)
-        self.node = node
-
-    def poll(self):
-        self.conn.get_info('version')       # reads the events that came before its reply
-        now = time.monotonic()
-        for event in self.conn.events:
-            words = event.lines[0].text.split()
-            if len(words) >= 5 and words[0] == 'HS_DESC' and words[2] == self.sid:
-                self.seen.append((now, words[1], words[4]))
-        del self.conn.events[:]
-        return self.seen
-
-    def wait_uploaded(self, since, deadline):
-        """Seconds from since until an HSDir accepted an upload the service began after since."""
-        t0 = time.monotonic()
-        while True:
-            began = [t for t, action, _ in self.poll() if action == 'UPLOAD' and t >= since]
-            done = [t for t, action, _ in self.seen if action == 'UPLOADED' and began and t >= min(began)]
-            if done:
-                return min(done) - since
-            if time.monotonic() - t0 > deadline:
-                raise AssertionError('the service uploaded no descriptor in %.0fs; its HS_DESC events: %s\n'
-                                     'its log ends:\n%s' % (deadline, self.summary(), self.node.log_text()[-3000:]))
-            time.sleep(0.5)
-
-    def summary(self):
-        return ['%.1f %s %s' % (t - self.seen[0][0], a, h[:9]) for t, a, h in self.seen] if self.seen else []
-
-    def close(self):
-        self.conn.close()
-
-
 def _client_tor(privnet, name):
     node = privnet.add_tor(name, socks=True)
     return node
@@ -214,6 +155,21 @@ def test_pow_in_the_fetched_descriptor_rate_in_config_off_removes_it(privnet, ht
     path = str(base / 'powsvc')
     timings = {}
 
+    # a client tor that has never seen the service (started first: its events and the service's are watched from
+    # before the service exists, so the fetch waits for tor's own upload to the HSDirs this client asks)
+    client = _client_tor(privnet, 'dosclient')
+    reach = Reach(onion, client)
+    late = _client_tor(privnet, 'dosclientlate')
+    late_reach = Reach(onion, late)
+    try:
+        _pow_on_rate_off(onion, client, reach, late, late_reach, path, http_backend, tmp_path, timings)
+    finally:
+        reach.close()
+        late_reach.close()
+    _say('timings: %s' % ', '.join('%s %.1fs' % kv for kv in timings.items()))
+
+
+def _pow_on_rate_off(onion, client, reach, late, late_reach, path, http_backend, tmp_path, timings):
     # on, with a queue rate and burst, and the intro-point defence
     made, timings['module on'] = _apply(tmp_path, _service_task(
         onion, path, http_backend.port,
@@ -233,9 +189,8 @@ def test_pow_in_the_fetched_descriptor_rate_in_config_off_removes_it(privnet, ht
     assert block.get('HiddenServiceEnableIntroDoSRatePerSec') == '30', block
     assert block.get('HiddenServiceEnableIntroDoSBurstPerSec') == '90', block
 
-    # a client tor that has never seen the service reaches it, and the descriptor it fetched says PoW
-    client = _client_tor(privnet, 'dosclient')
-    body, timings['first fetch'], attempts = fetch_onion(client.socks_port, address, deadline=FETCH_DEADLINE)
+    # the new client reaches it, and the descriptor it fetched says PoW
+    body, timings['first fetch'] = reach.fetch(address, deadline=FETCH_DEADLINE)
     assert body == http_backend.token
     fetched = _descriptor(client, service_id, 'client')
     assert fetched, 'the client tor holds no descriptor of %s after fetching it' % address
@@ -272,37 +227,29 @@ def test_pow_in_the_fetched_descriptor_rate_in_config_off_removes_it(privnet, ht
 
     # off: gone from tor's config and from the next descriptor tor publishes
     before = _descriptor(onion, service_id, 'service')
-    uploads = _Uploads(onion, service_id)
-    try:
-        off, timings['module off'] = _apply(tmp_path, _service_task(
-            onion, path, http_backend.port, **_dos(pow={'enabled': False})))
-        assert off['changed'], off
-        block = _block(onion, path)
-        assert 'HiddenServicePoWQueueRate' not in block and \
-            block.get('HiddenServicePoWDefensesEnabled', '0') == '0', block
-        text, off_inner, timings['republished without pow'] = _wait_descriptor(
-            onion, service_id, address, lambda inner: _pow_params(inner) is None)
-        assert 'pow-params' not in off_inner
-        assert text != before
-        _say('PoW off: revision %d -> %d, no pow-params line' % (_revision(before), _revision(text)))
-        # tor uploads the new descriptor once every intro circuit is established, which may take
-        # a while after a reconfiguration; until then the HSDirs serve the one with PoW
-        built = time.monotonic()
-        timings['uploaded without pow'] = uploads.wait_uploaded(built - timings['republished without pow'],
-                                                                REFETCH_DEADLINE)
-        uploads.poll()
-        _say('service HS_DESC events since PoW off: %s' % uploads.summary())
-
-        # a client that fetches it now gets the descriptor without PoW, and is served
-        late = _client_tor(privnet, 'dosclientlate')
-        late_inner, refetches = _client_without_pow(late, service_id, address)
-        assert 'pow-params' not in late_inner
-        _say('a new client fetched the descriptor without pow-params (%d HSFETCH)' % refetches)
-        body, timings['fetch without pow'], _ = fetch_onion(late.socks_port, address, deadline=FETCH_DEADLINE)
-        assert body == http_backend.token
-    finally:
-        uploads.close()
-    _say('timings: %s' % ', '.join('%s %.1fs' % kv for kv in timings.items()))
+    since = late_reach.mark()
+    off, timings['module off'] = _apply(tmp_path, _service_task(
+        onion, path, http_backend.port, **_dos(pow={'enabled': False})))
+    assert off['changed'], off
+    block = _block(onion, path)
+    assert 'HiddenServicePoWQueueRate' not in block and \
+        block.get('HiddenServicePoWDefensesEnabled', '0') == '0', block
+    text, off_inner, timings['republished without pow'] = _wait_descriptor(
+        onion, service_id, address, lambda inner: _pow_params(inner) is None)
+    assert 'pow-params' not in off_inner
+    assert text != before
+    _say('PoW off: revision %d -> %d, no pow-params line' % (_revision(before), _revision(text)))
+    # tor uploads the new descriptor once every intro circuit is established, which may take a while after a
+    # reconfiguration; until then the HSDirs serve the one with PoW. The client that has not fetched it yet waits
+    # for an upload begun after the change to reach the HSDirs it asks, then gets the descriptor without PoW.
+    t0 = time.monotonic()
+    late_reach.wait_published([address], REFETCH_DEADLINE, since=since)
+    timings['uploaded without pow'] = time.monotonic() - t0
+    body, timings['fetch without pow'] = late_reach.fetch(address, deadline=FETCH_DEADLINE, since=since)
+    assert body == http_backend.token
+    late_inner = _inner(_descriptor(late, service_id, 'client'), address)
+    assert _pow_params(late_inner) is None, late_inner
+    _say('a new client fetched the descriptor without pow-params and was served')
 
 
 ADD_ONION_POW = 'pow_defenses_enabled' in tor_client.Controller.add_onion.__code__.co_varnames
@@ -315,6 +262,8 @@ def test_ephemeral_pow_in_the_descriptor(privnet, http_backend, tmp_path):
     without has none."""
     onion = privnet.onion
     made = {}
+    client = _client_tor(privnet, 'dosephclient')
+    reach = Reach(onion, client)
     try:
         for name, pow in (('pow', {'enabled': True, 'queue_rate': 60, 'queue_burst': 150}), ('plain', None)):
             args = {'control_port': onion.control_port, 'cookie_path': onion.cookie_path, 'ephemeral': True,
@@ -333,9 +282,8 @@ def test_ephemeral_pow_in_the_descriptor(privnet, http_backend, tmp_path):
         _text, plain, _ = _wait_descriptor(onion, sids['plain'], made['plain'], lambda inner: True)
         assert _pow_params(plain) is None, plain
 
-        client = _client_tor(privnet, 'dosephclient')
         for name in ('pow', 'plain'):
-            body, took, _ = fetch_onion(client.socks_port, made[name], deadline=FETCH_DEADLINE)
+            body, took = reach.fetch(made[name], deadline=FETCH_DEADLINE)
             assert body == http_backend.token
             fetched = _descriptor(client, sids[name], 'client')
             assert fetched, name
@@ -345,6 +293,7 @@ def test_ephemeral_pow_in_the_descriptor(privnet, http_backend, tmp_path):
                 _say('ephemeral descriptor fetched by the client: pow-params v1 %s %s %s (first fetch %.1fs)'
                      % (params + (took,)))
     finally:
+        reach.close()
         with connect(port=onion.control_port, cookie_path=onion.cookie_path) as c:
             for address in made.values():
                 c.del_onion(address[:-len('.onion')])

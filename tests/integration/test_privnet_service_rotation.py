@@ -12,7 +12,7 @@ import yaml
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from harness.ansible_run import onion_service_play, run_playbook
-from harness.fixtures import fetch_onion
+from harness.reach import Reach
 
 FETCH_DEADLINE = float(os.environ.get('ONIONLAB_FETCH_DEADLINE', '90'))
 
@@ -33,26 +33,34 @@ def test_old_and_new_address_both_answer_during_the_overlap(privnet, http_backen
         (entry,) = yaml.safe_load((tmp_path / 'summary.yml').read_text())
         return entry
 
+    reach = Reach(onion, privnet.client)
+    try:
+        _rotate(reach, converge, shop, onion, http_backend, tmp_path)
+    finally:
+        reach.close()
+
+
+def _rotate(reach, converge, shop, onion, http_backend, tmp_path):
     old = converge(shop)['onion_address']
-    body, took, _ = fetch_onion(privnet.socks_port, old, deadline=FETCH_DEADLINE)
+    body, took = reach.fetch(old, deadline=FETCH_DEADLINE)
     assert body == http_backend.token
-    _say('generation 1 %s answered in %.1fs' % (old[:12], took))
+    _say('generation 1 %s answered %.1fs after its upload' % (old[:12], took))
 
     during = converge(dict(shop, key=2, previous_until='2999-01-01'))
     new = during['onion_address']
     assert new != old and during['previous_onion_address'] == old
     assert during['onion_location'] == 'http://' + new
     for label, address in (('new', new), ('old', old)):
-        body, took, attempts = fetch_onion(privnet.socks_port, address, deadline=FETCH_DEADLINE)
+        body, took = reach.fetch(address, deadline=FETCH_DEADLINE)
         assert body == http_backend.token, label
-        _say('overlap: the %s address %s answered in %.1fs (%d attempts)' % (label, address[:12], took, attempts))
+        _say('overlap: the %s address %s answered %.1fs after its upload' % (label, address[:12], took))
 
     after = converge(dict(shop, key=2, previous_until='2000-01-01'))
     assert after['onion_address'] == new and 'previous_onion_address' not in after
     with connect(port=onion.control_port, cookie_path=onion.cookie_path) as c:
         dirs = [v for k, v in c.get_conf('HiddenServiceOptions') if k == 'HiddenServiceDir']
     assert str(tmp_path / 'svc' / 'shop') not in dirs and str(tmp_path / 'svc' / 'shop.k2') in dirs
-    body, took, _ = fetch_onion(privnet.socks_port, new, deadline=FETCH_DEADLINE)
+    body, took = reach.fetch(new, deadline=FETCH_DEADLINE)
     assert body == http_backend.token
     for name in ('shop', 'shop.k2'):
         assert (tmp_path / 'escrow' / 'localhost' / name / 'hs_ed25519_secret_key').exists()

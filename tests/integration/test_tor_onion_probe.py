@@ -26,7 +26,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion, pr
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from harness import privnet as pn
 from harness.ansible_run import run_playbook
-from harness.fixtures import fetch_onion
+from harness.reach import Reach
 
 MODULE = "onionlab.tor.tor_onion_probe"
 FETCH_DEADLINE = float(os.environ.get("ONIONLAB_FETCH_DEADLINE", "60"))
@@ -68,10 +68,11 @@ def service(privnet, http_backend):
     onion_tor = privnet.onion
     with connect(port=onion_tor.control_port, cookie_path=onion_tor.cookie_path) as ctl:
         target = "127.0.0.1:%d" % http_backend.port
-        svc = ctl.add_onion([(80, target), (8080, target)], flags=["DiscardPK"])
-        address = svc["service_id"] + ".onion"
-        _body, took, attempts = fetch_onion(privnet.socks_port, address, deadline=FETCH_DEADLINE)
-        _say("probe service %s up in %.1fs (%d attempts)" % (address, took, attempts))
+        with Reach(onion_tor, privnet.client) as reach:
+            svc = ctl.add_onion([(80, target), (8080, target)], flags=["DiscardPK"])
+            address = svc["service_id"] + ".onion"
+            _body, took = reach.fetch(address, deadline=FETCH_DEADLINE)
+        _say("probe service %s answered %.1fs after its upload" % (address, took))
         yield address
         ctl.del_onion(svc["service_id"])
 

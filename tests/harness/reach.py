@@ -1,0 +1,293 @@
+# Copyright (c) 2026, onionlab.tor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Reaching an onion service through a client tor, on tor's own events: the one way a test fetches (issue 37).
+
+    reach = Reach(service_tor, client_tor)      # opened BEFORE the change that publishes the service
+    ... make the service ...
+    body, seconds = reach.fetch(address)        # or reach.wait_published([address]) alone
+
+``fetch`` first waits for what makes an answer possible, each from tor's own events or state, never a fixed
+sleep: the client bootstrapped, and the service's descriptor for the client's time period UPLOADED (the
+service's ``HS_DESC UPLOADED``) to every HSDir the client will ask (its fetch set on the hash ring of the
+*client's* consensus, computed with the collection's ``hsdir_ring``). Only then does the deadline start.
+The private network's time period is one SRV run (24 votes: 4 minutes at the 10 s interval), so the blinded
+key and the ring change during a suite: when the client's period changes while it waits, the gate is taken
+again for the new one and its deadline counted from that event.
+
+On failure the AssertionError holds what both sides saw: each attempt's error (tor's SOCKS code named), the
+client's ``HS_DESC`` events and onion-service circuits (``CIRC`` with an HS purpose or this service's
+REND_QUERY), the service's ``HS_DESC`` events and introduction circuits, both tors' consensus times and
+periods, and the last lines of both tors' rend logs (``Log [rend]info``).
+
+A side is anything with ``control_port`` and ``cookie_path`` (a ``harness.privnet.Node``, or
+``harness.reach.Tor(port, cookie_path, name, rend_log)`` for a bed host's tor); the client also needs
+``socks_port``.
+"""
+
+import base64
+import time
+
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion as _onion
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion_health as _health
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
+from harness.fixtures import SocksError, _say, socks5_http_get
+
+HS_PURPOSES = ('HS_CLIENT_HSDIR', 'HS_CLIENT_INTRO', 'HS_CLIENT_REND', 'HS_SERVICE_HSDIR', 'HS_SERVICE_INTRO',
+               'HS_SERVICE_REND', 'HS_VANGUARDS')
+
+
+class Tor:
+    """A tor the harness did not start as a Node (a bed host's): its control port, cookie and rend log."""
+
+    def __init__(self, control_port, cookie_path, name='tor', socks_port=None, rend_logfile=None):
+        self.control_port, self.cookie_path, self.name = control_port, cookie_path, name
+        self.socks_port, self.rend_logfile = socks_port, rend_logfile
+
+
+class _Side:
+    """One tor's events on a control connection of its own, each kept with its time (seconds since opened)."""
+
+    def __init__(self, tor, kinds):
+        self.tor = tor
+        self.name = getattr(tor, 'name', 'tor')
+        self.ctl = connect(port=tor.control_port, cookie_path=tor.cookie_path)
+        self.ctl.request('SETEVENTS', list(kinds))
+        self.t0 = time.monotonic()
+        self.seen = []      # (seconds, event text)
+
+    def poll(self):
+        self.ctl.get_info('version')    # reads the events that came before its reply
+        now = time.monotonic() - self.t0
+        self.seen.extend((now, event.lines[0].text) for event in self.ctl.events)
+        del self.ctl.events[:]
+        return self.seen
+
+    def view(self):
+        """(Period, Ring, summary) of this tor's consensus; (None, None, why) without one."""
+        ready, phase = _health.bootstrapped(self.ctl)
+        if not ready:
+            return None, None, 'bootstrapping (%s)' % phase
+        return _health.network_view(self.ctl)
+
+    def rend_tail(self, sid, lines=25):
+        path = getattr(self.tor, 'rend_logfile', None)
+        try:
+            with open(path, errors='replace') as f:
+                text = f.read().splitlines()
+        except (OSError, TypeError):
+            return ['(no rend log)']
+        mine = [ln for ln in text if sid[:16] in ln or 'intro' in ln.lower() or 'rend' in ln.lower()]
+        return (mine or text)[-lines:]
+
+    def close(self):
+        try:
+            self.ctl.close()
+        except OSError:
+            pass
+
+
+def _fingerprint(word):
+    return _health._fingerprint(word)
+
+
+def _b64(key):
+    return base64.b64encode(key).decode().rstrip('=')
+
+
+class Reach:
+    """The service's and clients' events from before the service is published; fetches that wait for them. A
+    client started later is added with add_client (the service's side must be watched from before the change)."""
+
+    def __init__(self, service, *clients):
+        self.service = _Side(service, ['HS_DESC'])
+        self.clients = []
+        try:
+            for client in clients:
+                self.add_client(client)
+        except BaseException:
+            self.close()
+            raise
+        self.gates = []     # (address, seconds since opened, period number, HSDirs asked)
+
+    def add_client(self, client):
+        """Watch one more client tor (its HS_DESC and CIRC events from now); returns it for fetch(client=)."""
+        side = _Side(client, ['HS_DESC', 'CIRC'])
+        self.clients.append(side)
+        return client
+
+    def _client(self, client):
+        if client is None:
+            return self.clients[0]
+        for side in self.clients:
+            if side.tor is client:
+                return side
+        return self._client(self.add_client(client))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        self.service.close()
+        for side in self.clients:
+            side.close()
+
+    # -- the gate -------------------------------------------------------------------------------------
+    def mark(self):
+        """Now, in the seconds of the service's events: uploads from here on are those of a change made after."""
+        self.service.poll()
+        return time.monotonic() - self.service.t0
+
+    def _uploaded(self, sid, since=0.0):
+        """{(HSDir fingerprint, blinded key b64)} the service's tor uploaded a descriptor of sid to (uploads begun at
+        or after since): each UPLOADED (which names no descriptor) is the HSDir's oldest UPLOAD still unanswered."""
+        pending, done = {}, set()
+        for t, text in self.service.poll():
+            words = text.split()
+            if len(words) < 5 or words[0] != 'HS_DESC' or words[2] != sid:
+                continue
+            fingerprint = _fingerprint(words[4])
+            if words[1] == 'UPLOAD' and len(words) >= 6:
+                pending.setdefault(fingerprint, []).append((t >= since, words[5]))
+            elif words[1] in ('UPLOADED', 'FAILED') and pending.get(fingerprint):
+                recent, blinded = pending[fingerprint].pop(0)
+                if words[1] == 'UPLOADED' and recent:
+                    done.add((fingerprint, blinded))
+        return done
+
+    def _asked(self, address, client):
+        """(period number, blinded key b64, [fingerprints the client will ask]) on the client's consensus now;
+        (None, why, []) when it has none."""
+        period, ring, summary = client.view()
+        if period is None:
+            return None, summary, []
+        blinded = _onion.blinded_public_key(_onion.parse_onion_address(address), period.number, period.length)
+        responsible = ring.responsible(blinded, summary['replicas'], summary['spread_store'])
+        return period.number, _b64(blinded), sorted(_health._client_set(responsible, summary['spread_fetch']))
+
+    def _held(self, address, side, blinded, asked, probes):
+        """{(HSDir, blinded key)} of the HSDirs in asked that served the client a descriptor of address for that key
+        (HS_DESC RECEIVED of an HSFETCH the client sent them, again every 5 s until each answered): for a service
+        published before the watch began, whose uploads the service's events no longer show."""
+        sid = address[:-len('.onion')]
+        have = set()
+        for _t, text in side.poll():
+            words = text.split()
+            if len(words) >= 6 and words[:1] == ['HS_DESC'] and words[1] == 'RECEIVED' and words[2] == sid:
+                have.add((_fingerprint(words[4]), words[5]))
+        now = time.monotonic()
+        missing = ['$' + f for f in asked if (f, blinded) not in have and now - probes.get((f, blinded), -9) > 5]
+        if missing:
+            side.ctl.hs_fetch(address, missing)
+            probes.update(((f[1:], blinded), now) for f in missing)
+        return have
+
+    def wait_published(self, addresses, deadline=120.0, since=0.0, client=None):
+        """Until each service's descriptor for the client's current period is UPLOADED to every HSDir the client
+        will ask (an upload begun at or after since, a mark()); {address: (seconds since this Reach opened,
+        period)}. The deadline counts from now: the caller has made the services already. since=None: the
+        service was published before this Reach began (its uploads unseen): the client asks those HSDirs itself
+        (HSFETCH) until each serves the descriptor."""
+        side = self._client(client)
+        start = time.monotonic()
+        out, probes = {}, {}
+        while True:
+            for address in addresses:
+                if address in out:
+                    continue
+                period, blinded, asked = self._asked(address, side)
+                if period is None or not asked:
+                    continue
+                if since is None:
+                    have = self._held(address, side, blinded, asked, probes)
+                else:
+                    have = self._uploaded(address[:-len('.onion')], since)
+                if all((f, blinded) in have for f in asked):
+                    out[address] = (time.monotonic() - self.service.t0, period)
+                    self.gates.append((address, out[address][0], period, len(asked)))
+            if len(out) == len(addresses):
+                return out
+            if time.monotonic() - start > deadline:
+                raise AssertionError('not published to the HSDirs the client asks within %.0fs: %s\n%s'
+                                     % (deadline, sorted(set(addresses) - set(out)),
+                                        self.report(next(a for a in addresses if a not in out), side)))
+            time.sleep(0.5)
+
+    # -- the fetch ------------------------------------------------------------------------------------
+    def fetch(self, address, port=80, path='/', deadline=60.0, interval=1.0, publish_deadline=120.0, expect=200,
+              since=0.0, client=None):
+        """(body, seconds from the gate to the answer) of an HTTP GET through the client once the service is
+        published where the client looks; the deadline counts from that event, taken again if the client's period
+        changes meanwhile (at most twice). AssertionError with both sides' view otherwise."""
+        side = self._client(client)
+        errors = []
+        for _ in range(3):
+            period = self.wait_published([address], publish_deadline, since, side.tor)[address][1]
+            t0 = time.monotonic()
+            while True:
+                try:
+                    status, body = socks5_http_get(side.tor.socks_port, address, port, path,
+                                                   timeout=max(5.0, min(30.0, deadline - (time.monotonic() - t0))))
+                    if status == expect:
+                        took = time.monotonic() - t0
+                        gate = self.gates[-1]
+                        _say('reached %s...: its descriptor on the %d HSDirs the client asks (period %s) %.1fs after '
+                             'the watch began; answered %.1fs later (%d failed attempts before)'
+                             % (address[:12], gate[3], gate[2], gate[1], took, len(errors)))
+                        return body, took
+                    errors.append('%.1fs HTTP %d' % (time.monotonic() - t0, status))
+                except (OSError, SocksError) as exc:
+                    errors.append('%.1fs %s' % (time.monotonic() - t0, exc))
+                now_period = self._asked(address, side)[0]
+                if now_period is not None and now_period != period:
+                    errors.append('the client\'s time period changed %s -> %s: the gate again' % (period, now_period))
+                    break
+                if time.monotonic() - t0 + interval > deadline:
+                    raise AssertionError('no answer from %s within %.0fs of its descriptor reaching the HSDirs the '
+                                         'client asks (%d attempts: %s)\n%s'
+                                         % (address, deadline, len(errors), '; '.join(errors[-8:]),
+                                            self.report(address, side)))
+                time.sleep(interval)
+        raise AssertionError('the client\'s time period changed 3 times while fetching %s: %s\n%s'
+                             % (address, '; '.join(errors[-8:]), self.report(address, side)))
+
+    # -- what both sides saw ---------------------------------------------------------------------------
+    def report(self, address, client=None):
+        """What the service's tor and the client's saw of address (the first client's by default)."""
+        client = client or self.clients[0]
+        sid = address[:-len('.onion')] if address.endswith('.onion') else address
+        lines = []
+        for side in (self.service, client):
+            side.poll()
+            period, ring, summary = side.view()
+            lines.append('--- %s (%s): consensus %s, period %s'
+                         % (side.name, 'service' if side is self.service else 'client',
+                            summary.get('valid_after') if isinstance(summary, dict) else summary,
+                            getattr(period, 'number', None)))
+            mine = []
+            for t, text in side.seen:
+                words = text.split()
+                if words[:1] == ['HS_DESC'] and len(words) > 2 and words[2] == sid:
+                    mine.append('%7.1f %s' % (t, ' '.join(words[1:2] + words[3:5] + words[6:7])))
+                elif words[:1] == ['CIRC'] and ('REND_QUERY=%s' % sid in text or
+                                                any('PURPOSE=%s' % p in text for p in HS_PURPOSES)):
+                    mine.append('%7.1f %s' % (t, ' '.join(w for w in words if not w.startswith(
+                        ('BUILD_FLAGS', 'TIME_CREATED', 'SOCKS_', 'HS_POW')))[:200]))
+            lines.append('events (%d of %d):' % (min(len(mine), 60), len(mine)))
+            lines += mine[-60:]
+            if side is self.service:
+                try:
+                    status = side.ctl.get_info('circuit-status')['circuit-status']
+                    intro = [ln[:160] for ln in status.splitlines() if 'HS_SERVICE_INTRO' in ln]
+                    lines.append('intro circuits now (%d): %s' % (len(intro), intro))
+                except Exception as exc:  # a diagnosis never hides the failure it explains
+                    lines.append('circuit-status: %s' % exc)
+            lines.append('rend log:')
+            lines += side.rend_tail(sid)
+        lines.append('gates: %s' % self.gates)
+        return '\n'.join(lines)
+
+
+__all__ = ['Reach', 'Tor']
