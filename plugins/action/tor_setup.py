@@ -48,7 +48,9 @@ class ActionModule(ActionBase):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
         args = self._task.args
-        problem = guard.line_problem(args.get('options') or {}, args.get('config_lines') or []) or \
+        # every role variable that the torrc holds, checked where the role passes them (config_value's one check)
+        problem = guard.line_problem(args.get('options') or {}, args.get('config_lines') or [],
+                                     args.get('torrc_values') or {}) or \
             guard.non_anonymous_problem(args.get('options') or {}, args.get('config_lines') or [],
                                         args.get('socks_port'),
                                         boolean(args.get('non_anonymous_onion_services', False), strict=False))

@@ -55,7 +55,7 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
-_PORT = re.compile(r'^(?:(\d{1,3}(?:\.\d{1,3}){3})|\[([0-9A-Fa-f:.]+)\])?:?(\d{1,5})$')
+_PORT = re.compile(r'^(?:(\d{1,3}(?:\.\d{1,3}){3})|\[([0-9A-Fa-f:.]+)\])?:?(\d{1,5})\Z')
 _EVERYONE = ('*', '*4', '*6')
 
 
@@ -87,6 +87,11 @@ def _network(entry, allow_everyone):
         _fail('tor_metrics_port_policy entries are IP addresses or networks (127.0.0.1, 10.0.0.0/24, fd00::/64), '
               'got %r' % (entry,))
     text = entry.strip()
+    if '%' in text:
+        # Python's ipaddress takes an IPv6 zone (fe80::%eth0/64) with any text in it, a newline or a # too, and
+        # writes it back into the MetricsPortPolicy line; tor takes none
+        _fail('tor_metrics_port_policy entries are IP addresses or networks without an IPv6 zone (the %%... part), '
+              'got %r' % (entry,))
     if text in _EVERYONE:
         if not allow_everyone:
             _fail('tor_metrics_port_policy %r lets every address read the MetricsPort (what your onion services '

@@ -24,8 +24,10 @@ description:
   - HiddenServiceSingleHopMode / HiddenServiceNonAnonymousMode in O(options) or O(config_lines) are refused unless
     O(non_anonymous_onion_services), both set to 1, and O(socks_port=0); the lines are read as tor reads them (any
     case, an abbreviated name, a quoted or commented value).
-  - An O(options) value or a O(config_lines) item that is not one line (a newline, a carriage return, a backslash
-    at its end) and an O(options) name that is not an option name are refused, naming them.
+  - An O(options) value or a O(config_lines) item that is not one line (a newline, a carriage return, a NUL, a
+    backslash at its end), an O(options) value with a C(#) outside a whole quoted value (tor reads the rest as a
+    comment), an O(options) name that is not an option name, and a O(torrc_values) value that would not stay one
+    value are refused, naming them.
   - The values of secret options (proxy passwords, C(HashedControlPassword)) are never shown, in messages and diffs
     alike.
   - This is an action plugin; the module of the same name runs on the host once (the check, and the torrc) and the
@@ -66,6 +68,17 @@ options:
   socks_port:
     description: The role's C(tor_socks_port), for the non-anonymous check only.
     type: str
+  torrc_values:
+    description:
+      - The role's variables that O(torrc) writes as values (C(tor_control_port), C(tor_control_socket),
+        C(tor_socks_port), C(tor_config_dir), C(tor_metrics_port), C(tor_metrics_port_policy)), name to value,
+        for the check only (O(torrc) holds them).
+      - Each must stay one value on its line as tor reads it; a path or port one word. One that holds a newline,
+        a carriage return, a NUL or another control character, ends with a backslash, or holds a C(#) (where tor's
+        comment begins) or, in a word, a blank or a quote, is refused, naming the variable, before anything is
+        changed.
+    type: dict
+    default: {}
   non_anonymous_onion_services:
     description: The role's C(tor_non_anonymous_onion_services).
     type: bool
@@ -366,6 +379,7 @@ def main():
             options=dict(type='dict', default={}),
             config_lines=dict(type='list', elements='str', default=[]),
             socks_port=dict(type='str'),
+            torrc_values=dict(type='dict', default={}),
             non_anonymous_onion_services=dict(type='bool', default=False),
             install=dict(type='bool', default=True),
             package_name=dict(type='str', default='tor'),

@@ -31,7 +31,6 @@ def configure(tmp_path, check=False, diff=False, extra_args=(), **role_vars):
     ({"tor_options": SINGLE, "tor_non_anonymous_onion_services": True}, "tor_socks_port=unset"),
     ({"tor_config_lines": ["HiddenServiceNonAnonymousMode 1"], "tor_socks_port": 0}, "hiddenservicenonanonymousmode 1"),
     # issue 26 A8: forms tor reads as 1 that the guard missed (the unit tests have them all, with tor as the oracle)
-    ({"tor_options": {"HiddenServiceSingleHopMode": "1 # yes"}, "tor_socks_port": 0}, "hiddenservicesinglehopmode;"),
     ({"tor_options": {"HiddenServiceSingleHopMode": [1]}, "tor_socks_port": 0}, "hiddenservicesinglehopmode;"),
     ({"tor_config_lines": ['HiddenServiceSingleHopMode "1"'], "tor_socks_port": 0},
      'Found: hiddenservicesinglehopmode "1";'),
@@ -53,20 +52,29 @@ def test_non_anonymous_refused_before_anything_is_written(tmp_path, role_vars, f
      'tor_options ContactInfo: the value "me\\nHiddenServiceSingleHopMode 1" holds a newline'),
     ({"tor_config_lines": ["HiddenServiceSingleHopMode \\", "1"]},
      'tor_config_lines[0] "HiddenServiceSingleHopMode \\\\" ends with a backslash'),
+    # issue 42: the variables written raw into torrc beside tor_options and tor_config_lines, and a # in a value
+    ({"tor_socks_port": "0\nHiddenServiceNonAnonymousMode 1\nHiddenServiceSingleHopMode 1\nControlPort 0.0.0.0:9052"},
+     'tor_socks_port: the value "0\\nHiddenServiceNonAnonymousMode 1\\nHiddenServiceSingleHopMode 1\\nControlPort '
+     '0.0.0.0:9052" holds a newline'),
+    ({"tor_control_socket": "/run/tor/ctl\nControlPort 0.0.0.0:9052"},
+     'tor_control_socket: the value "/run/tor/ctl\\nControlPort 0.0.0.0:9052" holds a newline'),
+    ({"tor_options": {"HiddenServiceSingleHopMode": "1 # yes"}},
+     'tor_options HiddenServiceSingleHopMode: the value "1 # yes" holds a #'),
 ])
 def test_a_value_of_more_than_one_line_is_refused_with_nothing_changed(tmp_path, role_vars, said):
-    """Issue 26 A8: a tor_config_lines item or tor_options value that tor would read as more than one line (here
-    smuggling HiddenServiceSingleHopMode past the guard): one refusal naming the item, before anything is written,
-    in check mode too; a torrc already there is left as it was."""
+    """Issue 26 A8, issue 42: a role variable that tor would read as more than one line, or cut at a # (here
+    smuggling HiddenServiceSingleHopMode past the guard): one refusal naming the variable, before anything is
+    written, in check mode too; a torrc already there is left as it was."""
     torrc = tmp_path / "torrc"
     torrc.write_text("# Written by the onionlab.tor.tor role\nNickname before\n")
     for check in (True, False):
-        run = configure(tmp_path, check=check, diff=check, tor_socks_port=0, **role_vars)
+        run = configure(tmp_path, check=check, diff=check, **dict({"tor_socks_port": 0}, **role_vars))
         assert run.rc == 2, run.output
         failed = [t for t in run.tasks if t["status"] == "failed"]
         assert [t["task"] for t in failed] == [SETUP], run.output
         msg = failed[0]["result"]["msg"]
-        assert msg.startswith("Each tor_options value and each tor_config_lines item must be one torrc line: ")
+        assert msg.startswith("Each tor role variable written into the torrc must stay what it says there, one value "
+                              "(a tor_config_lines item: one line) as tor reads it: "), msg
         assert said in msg and "(nothing was changed)" in msg, msg
         assert "steps" not in failed[0]["result"], failed[0]["result"]
         assert torrc.read_text() == "# Written by the onionlab.tor.tor role\nNickname before\n"

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import re
 
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import config_value
+
 # options whose values are secrets: named, never shown. tor reads an option name case-insensitively and,
 # when no option has that exact name, as the first option it begins (a deprecated abbreviation): each name
 # with the shortest beginning that tor 0.4.9 reads as it ('Socks5ProxyP' is Socks5ProxyPassword, 'Socks5Proxy'
@@ -25,13 +27,18 @@ NON_ANONYMOUS_OPTIONS = TOR_WIDE_OPTIONS[:2]
 _NON_ANONYMOUS_NAMES = tuple((name.lower(), 14) for name in NON_ANONYMOUS_OPTIONS)
 # what tor's config line parser takes for blanks (TOR_ISSPACE)
 _TOR_SPACE = ' \t\n\v\f\r'
-_OPTION_NAME_RE = re.compile(r'^[A-Za-z0-9_]+$')
+_OPTION_NAME_RE = re.compile(r'^[A-Za-z0-9_]+\Z')
 _WARN_RE = re.compile(r' \[(warn|err)\] ')
 _LOG_LINE_RE = re.compile(r'^[A-Z][a-z]{2} [ 0-9]?[0-9] [0-9:.]+ \[[a-z]+\] ')
 # one item per onion service (its HiddenServiceDir line with the lines of that service) or per other line
 _ITEMS_RE = re.compile(r'^HiddenServiceDir .*(?:\nHiddenService(?!Dir |%s)\S* .*)*|^(?!HiddenServiceDir ).+$'
                        % '|'.join(re.escape(name[len('HiddenService'):]) + ' ' for name in TOR_WIDE_OPTIONS),
                        re.MULTILINE)
+# the tor role's variables that torrc.j2 writes as values, each checked by line_problem (config_value's kinds):
+# a single word where tor splits the value into words or reads a path; a value where it takes flags after it.
+# tor_options and tor_config_lines are checked apart; tor_cookie_authentication is written as 1 or 0.
+ROLE_VALUES = {'tor_control_port': 'word', 'tor_control_socket': 'word', 'tor_socks_port': 'value',
+               'tor_config_dir': 'word', 'tor_metrics_port': 'value', 'tor_metrics_port_policy': 'value'}
 _MARKER_RE = re.compile(r'^# Written by the onionlab\.tor\.tor role', re.MULTILINE)
 
 
@@ -149,22 +156,18 @@ def _template_lines(options, config_lines):
     return out
 
 
-def line_problem(options, config_lines):
-    """The refusal message when a tor_options name or value or a tor_config_lines item is not one torrc line: a
-    newline, carriage return or NUL in it, or a backslash at its end (tor continues the value on the next line),
-    or a tor_options name that is not an option name; else None. Secret values are not shown."""
-    def bad(text):
-        for char, what in (('\n', 'a newline'), ('\r', 'a carriage return'), ('\0', 'a NUL')):
-            if char in text:
-                return 'holds %s' % what
-        if text.endswith('\\'):
-            return 'ends with a backslash (tor continues it on the next line)'
-        return None
-
+def line_problem(options, config_lines, values=None):
+    """The refusal message when a tor role variable that torrc.j2 writes would not stay, in the torrc, what it
+    says (config_value's one check, as tor reads the file), naming each; else None. values: the ROLE_VALUES
+    variables (name -> value; a list value item by item), each one word or one value as ROLE_VALUES says;
+    tor_options: each name an option name, each value one value (no newline, carriage return, NUL or other
+    control character, no backslash at its end, which tor continues on the next line, no # outside a whole
+    quoted value, where tor's comment begins); each tor_config_lines item one line (comments allowed). Secret
+    values are not shown."""
     def shown(text):
-        return json.dumps(text) if hide_secrets(text) == text else '(it holds a secret option: not shown)'
+        return config_value.shown(text) if hide_secrets(text) == text else '(it holds a secret option: not shown)'
 
-    problems = []
+    problems = config_value.problems(values or {}, 'torrc', ROLE_VALUES, 'value')
     for key, value in (options or {}).items():
         name = str(key)
         if not _OPTION_NAME_RE.match(name):
@@ -174,18 +177,18 @@ def line_problem(options, config_lines):
             hasattr(value, '__len__') and hasattr(value, '__getitem__')) else list(value)
         for item in items:
             text = '' if isinstance(item, bool) else str(item)
-            said = bad(text)
+            said = config_value.problem(text, 'torrc', 'value')
             if said:
                 problems.append('tor_options %s: the value %s %s' % (
                     name, '(secret: not shown)' if is_secret(name) else shown(text), said))
     for index, raw in enumerate(config_lines or []):
-        said = bad(str(raw))
+        said = config_value.problem(str(raw), 'torrc', 'line')
         if said:
             problems.append('tor_config_lines[%d] %s %s' % (index, shown(str(raw)), said))
     if not problems:
         return None
-    return ("Each tor_options value and each tor_config_lines item must be one torrc line: %s. Write each option "
-            "line as an item of its own (nothing was changed)." % '; '.join(problems))
+    return ("Each tor role variable written into the torrc must stay what it says there, one value (a "
+            "tor_config_lines item: one line) as tor reads it: %s (nothing was changed)." % '; '.join(problems))
 
 
 def non_anonymous_problem(options, config_lines, socks_port, acknowledged):

@@ -13,6 +13,8 @@ import pytest
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import torrc
 
 SINGLE = {"HiddenServiceSingleHopMode": True, "HiddenServiceNonAnonymousMode": 1}
+PREFIX = ("Each tor role variable written into the torrc must stay what it says there, one value (a tor_config_lines "
+          "item: one line) as tor reads it: ")
 
 
 @pytest.mark.parametrize("options, lines, socks, ack, found", [
@@ -192,16 +194,54 @@ def test_forms_the_guard_lets_pass_are_not_single_hop_to_tor(tmp_path, line):
 ])
 def test_more_than_one_line_is_refused_naming_the_item(options, lines, said):
     msg = torrc.line_problem(options, lines)
-    assert msg.startswith("Each tor_options value and each tor_config_lines item must be one torrc line: "), msg
-    assert said in msg and msg.endswith("Write each option line as an item of its own (nothing was changed)."), msg
+    assert msg.startswith(PREFIX), msg
+    assert said in msg and msg.endswith(" (nothing was changed)."), msg
     assert "pw" not in msg.replace("Password", "")
 
 
 @pytest.mark.parametrize("options, lines", [
     ({}, []), ({"Nickname": "x", "DirAuthority": ["a b", "c d"], "SafeLogging": True, "__OwningControllerProcess": 1},
-               ["HiddenServiceDir /var/lib/tor/a", "ContactInfo a \\ b", "ContactInfo # ok\t"])])
+               ["HiddenServiceDir /var/lib/tor/a", "ContactInfo a \\ b", "ContactInfo # ok\t"]),
+    # issue 42: a # inside a value that is one quoted string is no comment for tor
+    ({"ContactInfo": '"a # b"', "Nickname": '"x"'}, ["# a comment line", "Nickname x # a comment"])])
 def test_one_line_items_pass(options, lines):
     assert torrc.line_problem(options, lines) is None
+
+
+# -- issue 42: every tor role variable that torrc.j2 writes (torrc_values), and # in a tor_options value ----------
+@pytest.mark.parametrize("values, options, said", [
+    ({"tor_socks_port": "0\nHiddenServiceNonAnonymousMode 1\nHiddenServiceSingleHopMode 1\nControlPort 0.0.0.0:9052"},
+     {}, 'tor_socks_port: the value "0\\nHiddenServiceNonAnonymousMode 1\\nHiddenServiceSingleHopMode 1\\nControlPort '
+         '0.0.0.0:9052" holds a newline'),
+    ({"tor_socks_port": "9050 # IsolateDestAddr"}, {},
+     'tor_socks_port: the value "9050 # IsolateDestAddr" holds a # (tor reads the rest of the line as a comment; a '
+     'whole value in double quotes keeps it)'),
+    ({"tor_control_socket": "/run/tor/c # x"}, {}, 'tor_control_socket: the value "/run/tor/c # x" holds a blank'),
+    ({"tor_control_socket": "/run/tor/c#x"}, {}, 'tor_control_socket: the value "/run/tor/c#x" holds a #'),
+    ({"tor_control_socket": '"/run/tor/c"'}, {}, 'tor_control_socket: the value "\\"/run/tor/c\\"" holds a double quote'),
+    ({"tor_control_port": "9051\r"}, {}, 'tor_control_port: the value "9051\\r" holds a carriage return'),
+    ({"tor_config_dir": "/etc/tor/d\0"}, {}, 'tor_config_dir: the value "/etc/tor/d\\u0000" holds a NUL'),
+    ({"tor_config_dir": "/etc/tor/d\\"}, {}, 'tor_config_dir: the value "/etc/tor/d\\\\" ends with a backslash'),
+    ({"tor_metrics_port": "9035\n"}, {}, 'tor_metrics_port: the value "9035\\n" holds a newline'),
+    ({"tor_metrics_port_policy": ["127.0.0.1", "10.0.0.0/8\x1b"]}, {},
+     'tor_metrics_port_policy[1]: the value "10.0.0.0/8\\u001b" holds the control character U+001B'),
+    ({}, {"ContactInfo": "me # and more"}, 'tor_options ContactInfo: the value "me # and more" holds a #'),
+    ({}, {"ContactInfo": '"me" # and "more"'}, 'tor_options ContactInfo: the value "\\"me\\" # and \\"more\\"" holds a #'),
+    ({}, {"Nickname\n": "x"}, 'tor_options name "Nickname\\n" is not an option name'),
+    ({"tor_socks_port": "x" * 300 + "\n"}, {}, 'tor_socks_port: the value "%s"... (301 characters) holds a newline'
+                                               % ("x" * 120)),
+])
+def test_every_role_variable_in_the_torrc_is_one_value(values, options, said):
+    msg = torrc.line_problem(options, [], values)
+    assert msg and msg.startswith(PREFIX) and said in msg and msg.endswith(" (nothing was changed)."), msg
+
+
+def test_role_values_pass_as_the_role_sets_them():
+    values = {"tor_control_port": 9051, "tor_control_socket": "/run/tor/control", "tor_socks_port": "9050 IsolateDestAddr",
+              "tor_config_dir": "/etc/tor/torrc.d", "tor_metrics_port": "[fd00::5]:9035", "tor_cookie_authentication": True,
+              "tor_metrics_port_policy": ["127.0.0.1", "fd00::/64"]}
+    assert torrc.line_problem({}, [], values) is None
+    assert torrc.line_problem({}, [], {"tor_socks_port": '"9050 # quoted"', "tor_control_socket": None}) is None
 
 
 SECRET = "hunter2-Secret"
