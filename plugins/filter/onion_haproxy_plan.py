@@ -21,8 +21,9 @@ description:
   - "Fails with one message naming the service and the fix on a bad entry: an unknown key, a name that is not
     1-32 letters, digits, C(_) or C(-), two services with one name or one listen port, neither or both of
     C(listen_port) and C(listen_socket), a port outside 1-65535, a listen address that is not a loopback address,
-    a backend that is not C(HOST:PORT) or an absolute socket path, a limit below 1, an action other than
-    V(deny) or V(close), a C(extra_frontend_lines) line with a line break or C(#)."
+    a backend that is not C(HOST:PORT) or an absolute socket path (an IPv6 zone is refused in both), a limit below
+    1, an action other than V(deny) or V(close), a C(extra_frontend_lines) line with a line break or another
+    control character, a C(#) or a backslash at its end."
   - "With O(check_onion_services=true), a service naming C(onion_service) must be in O(onion_services), with
     C(export_circuit_id=haproxy) (in its C(options) or O(onion_service_defaults)) and a port whose target is this
     frontend; without the header HAProxy refuses every connection (C(accept-proxy)), so the role fails instead."
@@ -66,6 +67,7 @@ _value:
 import ipaddress
 import re
 
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import config_value
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import TorError
 
@@ -80,10 +82,12 @@ KEYS = ("name", "onion_service", "listen_port", "listen_address", "listen_socket
         "extra_frontend_lines")
 LIMITS = ("rate_limit", "rate_period", "max_connections", "limit_action")
 ACTIONS = ("deny", "close")
-_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
-_PATH = re.compile(r"^/[A-Za-z0-9_./@+-]{1,200}$")
-_GROUP = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
-_HOSTNAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")
+# \Z, not $: $ also matches before a newline at the end, which would reach haproxy.cfg
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}\Z")
+_PATH = re.compile(r"^/[A-Za-z0-9_./@+-]{1,200}\Z")
+_GROUP = re.compile(r"^[a-z_][a-z0-9_-]{0,31}\Z")
+_HOSTNAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?\Z")
+_MODE = re.compile(r"^0?[0-7]{3}\Z")
 _MAX = {"rate_limit": 1000000, "rate_period": 86400, "max_connections": 65535}
 
 
@@ -110,7 +114,7 @@ def _backend(where, value):
         return "unix@" + text
     host, sep, port = text.rpartition(":")
     host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    ok = bool(sep) and port.isdigit() and 1 <= int(port) <= 65535
+    ok = bool(sep) and port.isdigit() and 1 <= int(port) <= 65535 and "%" not in host
     if ok:
         try:
             ip = ipaddress.ip_address(host)
@@ -118,8 +122,8 @@ def _backend(where, value):
         except ValueError:
             ok = bool(_HOSTNAME.match(host))
     if not ok:
-        _fail("%s: backend must be HOST:PORT (127.0.0.1:8080, [::1]:8080) or the absolute path of a unix socket, "
-              "got %r" % (where, value))
+        _fail("%s: backend must be HOST:PORT (127.0.0.1:8080, [::1]:8080; no IPv6 zone) or the absolute path of a "
+              "unix socket, got %r" % (where, value))
     return "%s:%d" % (host, int(port))
 
 
@@ -208,7 +212,7 @@ def onion_haproxy_plan(services, defaults, onion_services=None, onion_service_de
                 _fail("%s: listen_socket must be an absolute path of letters, digits and ._@+-/, got %r" % (
                     where, socket))
             mode = str(entry.get("listen_socket_mode") or "0660")
-            if not re.match(r"^0?[0-7]{3}$", mode):
+            if not _MODE.match(mode):
                 _fail("%s: listen_socket_mode must be an octal mode such as 0660, got %r" % (where, mode))
             group = entry.get("listen_socket_group", "debian-tor")
             if group and not (isinstance(group, str) and _GROUP.match(group)):
@@ -222,12 +226,13 @@ def onion_haproxy_plan(services, defaults, onion_services=None, onion_service_de
             port = _int(where, "listen_port", port, 1, 65535)
             address = entry.get("listen_address") or "127.0.0.1"
             try:
-                ip = ipaddress.ip_address(str(address))
+                # no IPv6 zone: Python's ipaddress takes any text after the %, blanks and line breaks too
+                ip = ipaddress.ip_address(str(address)) if "%" not in str(address) else None
             except ValueError:
                 ip = None
             if ip is None or not ip.is_loopback:
-                _fail("%s: listen_address must be a loopback address (tor on this host is HAProxy's only client), "
-                      "got %r" % (where, address))
+                _fail("%s: listen_address must be a loopback address without an IPv6 zone (tor on this host is "
+                      "HAProxy's only client), got %r" % (where, address))
             bind = "[%s]" % ip if ip.version == 6 else str(ip)
             key = "%s:%d" % (ip, port)
             out.update(listen_socket=None, listen_socket_mode=None, listen_socket_group=None, listen_port=port,
@@ -242,8 +247,10 @@ def onion_haproxy_plan(services, defaults, onion_services=None, onion_service_de
         if out["backend_server"] in ("%s" % out["listen_bind"], "unix@%s" % (socket or "")):
             _fail("%s: backend is HAProxy's own frontend (%s)" % (where, entry.get("backend")))
         lines = entry.get("extra_frontend_lines") or []
-        if not isinstance(lines, list) or any(not isinstance(x, str) or re.search(r"[\r\n#]", x) for x in lines):
-            _fail("%s: extra_frontend_lines must be a list of single HAProxy lines (no line break, no #)" % where)
+        if not isinstance(lines, list) or any(not isinstance(x, str) or "#" in x
+                                              or config_value.problem(x, "haproxy", "line") for x in lines):
+            _fail("%s: extra_frontend_lines must be a list of single HAProxy lines (no line break or other control "
+                  "character, no #, no backslash at the end)" % where)
         out["extra_frontend_lines"] = [x.strip() for x in lines if x.strip()]
         tor = {"export_circuit_id": "haproxy", "max_streams": min(65535, 2 * out["max_connections"]),
                "max_streams_close_circuit": True, "target": target["text"], "checked": False}
