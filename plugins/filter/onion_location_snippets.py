@@ -90,10 +90,11 @@ except ImportError:  # pragma: no cover (plain Python in unit tests)
 
 MARKER = "# onionlab.tor.onion_location:"
 MARKER_RE = re.compile(r"^# onionlab\.tor\.onion_location: service=(\S+) host=(\S+)")
-NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")       # onion_service_generations' service names
-HOST_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,252}$")
-SNIPPET_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,200}\.conf$")
-VALUE_RE = re.compile(r"^https?://[a-z2-7]{56}\.onion$")
+# \Z, not $: $ also matches before a newline at the end, which would reach the snippet
+NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}\Z")       # onion_service_generations' service names
+HOST_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,252}\Z")
+SNIPPET_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,200}\.conf\Z")
+VALUE_RE = re.compile(r"^https?://[a-z2-7]{56}\.onion\Z")
 KEYS = ("service", "onion_host", "snippet", "state")
 
 

@@ -69,7 +69,7 @@ except ImportError:  # pragma: no cover (plain Python in unit tests)
 
 from ansible_collections.onionlab.tor.plugins.plugin_utils import escrow
 
-_ADDRESS = re.compile(r"^[a-z2-7]{56}\.onion$")
+_ADDRESS = re.compile(r"^[a-z2-7]{56}\.onion\Z")
 _WEB_PORTS = {80: "http", 443: "https"}
 _CHECK_KEYS = ("ports", "protocol", "paths", "probe")
 _PATH_KEYS = ("path", "allowed_statuses", "pattern")

@@ -38,9 +38,10 @@ class OnionServicesError(ValueError):
 
 
 # -- key generations (service key rotation) -----------------------------------------------------------------
-NAME_RE = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$')
-GENERATION_SUFFIX_RE = re.compile(r'\.k[0-9]+$')
-UNTIL_RE = re.compile(r'^(\d{4})-(\d\d)-(\d\d)(?:[T ](\d\d):(\d\d)(?::(\d\d))?Z?)?$')
+# \Z, not $: $ also matches before a newline at the end of the text
+NAME_RE = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}\Z')
+GENERATION_SUFFIX_RE = re.compile(r'\.k[0-9]+\Z')
+UNTIL_RE = re.compile(r'^(\d{4})-(\d\d)-(\d\d)(?:[T ](\d\d):(\d\d)(?::(\d\d))?Z?)?\Z')
 
 
 def directory(name, key):
