@@ -30,6 +30,8 @@ options:
       target_address:
         description:
           - Where tor forwards the connections, an IPv4 or IPv6 address or C(unix:/path) for a unix socket.
+          - A unix path without blanks, quotes, backslashes or C(#) (tor would read the rest of the drop-in's line as a
+            comment when it reads the file again).
           - When omitted, C(127.0.0.1).
         type: str
       target_port:
@@ -126,6 +128,7 @@ options:
         options, not per service, that make every service of the tor non-anonymous (and tor wants both plus
         C(SocksPort 0) in torrc); the module reports RV(onionlab.tor.tor_hidden_service#module:tor.non_anonymous)
         when tor runs that way.
+      - A value is one line of the drop-in (no line break, no C(#), no backslash at its end).
     type: dict
   authorized_clients:
     description:

@@ -153,9 +153,12 @@ def normalize_port(entry):
     target_port = entry.get("target_port")
     if address.startswith("unix:"):
         path = address[5:]
-        if not path.startswith("/") or any(c in path for c in ' \t"\\'):
+        # a # in the drop-in's HiddenServicePort line begins a comment when tor reads the file again (tor would
+        # forward to the path cut there, unix:/run/a for unix:/run/a#b.sock); SETCONF carries it whole
+        if not path.startswith("/") or any(c in path for c in ' \t"\\#'):
             raise ServiceConfigError("target_address %r: a unix target must be unix:/absolute/path without "
-                                     "spaces, quotes or backslashes" % address)
+                                     "spaces, quotes, backslashes or # (tor reads the rest of the drop-in's line "
+                                     "as a comment)" % address)
         if target_port is not None:
             raise ServiceConfigError("target_port makes no sense with the unix target %s" % address)
         return {"port": port, "target_address": address, "target_port": None}
@@ -393,6 +396,11 @@ def normalize_service(params):
         for v in values:
             v = ("1" if v else "0") if isinstance(v, bool) else str(v)
             check_value(v, "extra_options %s" % key)
+            if "#" in v or v.endswith("\\"):
+                # written raw into the drop-in: tor would read a comment there, or the next line as more of it
+                raise ServiceConfigError("extra_options %s: the value %r must not hold a # or end with a backslash "
+                                         "(tor would read the drop-in's line otherwise when it reads the file "
+                                         "again)" % (key, v))
             out.append(v)
         service["extra_options"][key] = out
     service["onionbalance_frontend"] = normalize_frontend(params.get("onionbalance_frontend"))

@@ -309,6 +309,16 @@ def test_bad_client_name_refused(runner, fake, tmp_path):
     assert setconfs(fake) == [] and not os.path.exists(service_dir(tmp_path))
 
 
+def test_unix_target_with_a_hash_refused(runner, fake, tmp_path):
+    """Issue 42: the drop-in's HiddenServicePort line would be cut at the # when tor reads it again (tor 0.4.9.11
+    reads "80 unix:/tmp/a#b.sock" as "80 unix:/tmp/a"): refused before anything reaches tor or the disk."""
+    result = runner.fails(module, **args(fake, tmp_path, path=service_dir(tmp_path),
+                                         ports=[{"port": 80, "target_address": "unix:/run/web#1.sock"}]))
+    assert "target_address 'unix:/run/web#1.sock': a unix target must be unix:/absolute/path without" in result["msg"]
+    assert "or # (tor reads the rest of the drop-in's line as a comment)" in result["msg"]
+    assert setconfs(fake) == [] and not os.path.exists(service_dir(tmp_path)) and not drop_in(tmp_path).exists()
+
+
 # -- services list ---------------------------------------------------------------------------------
 def services_arg(tmp_path, *names, **extra):
     return [dict({"path": service_dir(tmp_path, name), "ports": [{"port": 80 + i}]}, **extra)

@@ -48,6 +48,9 @@ def test_port_round_trip(entry, tor_value):
     ({"port": 80, "target_port": 65536}, "between 1 and 65535"),
     ({"port": 80, "target_address": "localhost"}, "neither an IP address"),
     ({"port": 80, "target_address": "unix:/a b"}, "without spaces"),
+    # issue 42: tor reads the drop-in's "HiddenServicePort 80 unix:/run/a#b.sock" as unix:/run/a
+    ({"port": 80, "target_address": "unix:/run/a#b.sock"}, "backslashes or # \\(tor reads the rest of the drop-in"),
+    ("80:unix:/run/web.sock#", "or #"),
     ({"port": 80, "target_address": "unix:/a", "target_port": 1}, "makes no sense"),
     ("80:localhost:80", "neither an IP address"),
     ("70000:80", "between 1 and 65535"),
@@ -228,3 +231,11 @@ def test_dos_limits_are_inclusive():
                                     "intro_dos": {"rate_per_sec": top, "burst_per_sec": top}})
     assert service["pow"] == {"enabled": False, "queue_rate": 0, "queue_burst": top}
     assert hs.normalize_service({"path": "/a", "intro_dos": {"rate_per_sec": 0, "burst_per_sec": 0}})
+
+
+@pytest.mark.parametrize("value", ["1 # comment", "a#b", "x\\"])
+def test_extra_option_values_stay_one_drop_in_value(value):
+    """Issue 42: an extra_options value is written raw into the drop-in; a # there begins tor's comment and a
+    backslash at its end continues it on the next line, when tor reads the file again."""
+    with pytest.raises(hs.ServiceConfigError, match="extra_options HiddenServiceFoo: the value .* must not hold a #"):
+        hs.normalize_service({"path": "/srv/a", "ports": [80], "extra_options": {"HiddenServiceFoo": value}})
