@@ -288,51 +288,69 @@ def forget_client_descriptors(control_port, cookie_path):
         ctl.close()
 
 
-def client_descriptor_revision(control_port, cookie_path, address, timeout=30.0):
-    """The revision-counter of the descriptor the client tor holds for address (an onion address
-    with or without .onion), fetched (HSFETCH) when it holds none; None if none came in time.
-    The counter is in the descriptor's plaintext outer layer, and a frontend publishing later
-    publishes a higher one (onionbalance and tor derive it from the time)."""
+def _descriptor(control_port, cookie_path, key):
+    """The descriptor text of GETINFO key (hs/client/desc/id/... or hs/service/desc/id/...), or None."""
     from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
     from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import OperationFailed
+    with connect(port=control_port, cookie_path=cookie_path) as ctl:
+        try:
+            return ctl.get_info(key)[key] or None
+        except OperationFailed:
+            return None
+
+
+def intro_keys(text, address):
+    """The auth keys (raw, 32 bytes) of the introduction points of a descriptor, decrypted as a client does with
+    the address. Onionbalance copies a backend's introduction points into the frontend's descriptor and certifies
+    their auth keys again with its own signing key: the certified key stays the backend's."""
+    from stem.descriptor.hidden_service import HiddenServiceDescriptorV3
+    inner = HiddenServiceDescriptorV3(text.encode('ascii'), validate=True).decrypt(address)
+    return {ip.auth_key_cert.key for ip in inner.introduction_points}
+
+
+def live_intro_keys(backends):
+    """The auth keys of the introduction points every backend's tor publishes now."""
+    keys = set()
+    for b in backends:
+        text = _descriptor(b['node'].control_port, b['node'].cookie_path,
+                           'hs/service/desc/id/' + b['address'].replace('.onion', ''))
+        if text:
+            keys |= intro_keys(text, b['address'])
+    return keys
+
+
+def until_live_descriptor(net, address, backends, deadline, every=5.0):
+    """Make the private network's client drop its descriptors and fetch address's again (HSFETCH) until the
+    descriptor it holds names only introduction points the backends publish now: a rebuilt frontend's upload
+    reaches the HSDirs one by one, and an HSDir that still has the old frontend's descriptor (of this time period,
+    or of the next, uploaded before it stopped) serves dead introduction points. A revision counter cannot tell
+    them apart: it counts from the start of the descriptor's SRV run, so a descriptor of the next period has a
+    lower one (a clean-clone run failed on exactly that: revision 16198532 after 21856717). Returns (seconds,
+    fetches); AssertionError at deadline, with what the client held and what the backends publish."""
+    from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
     sid = address.replace('.onion', '')
-    key = 'hs/client/desc/id/%s' % sid
-    ctl = connect(port=control_port, cookie_path=cookie_path)
-    try:
-        t0, fetched = time.monotonic(), False
-        while time.monotonic() - t0 < timeout:
-            try:
-                text = ctl.get_info(key)[key]
-            except OperationFailed:
-                text = None
-            if text:
-                m = re.search(r'^revision-counter (\d+)$', text, re.M)
-                return int(m.group(1)) if m else None
-            if not fetched:
-                ctl.request('HSFETCH', [sid])
-                fetched = True
-            time.sleep(0.5)
-        return None
-    finally:
-        ctl.close()
-
-
-def until_newer_descriptor(net, address, than, deadline, every=5.0):
-    """Make the private network's client drop its descriptors and fetch address's again until it
-    holds one with a revision-counter above than: a rebuilt frontend's upload reaches the HSDirs
-    one by one, and a client asking one that still has the old descriptor caches that one (dead
-    introduction points) until it expires.  Returns (seconds, fetches); AssertionError at deadline."""
-    t0, fetches, seen = time.monotonic(), 0, None
+    t0, fetches, held, live = time.monotonic(), 0, None, set()
     while time.monotonic() - t0 < deadline:
         forget_descriptors(net)
-        seen = client_descriptor_revision(net.client.control_port, net.client.cookie_path, address,
-                                          timeout=min(30.0, max(1.0, deadline - (time.monotonic() - t0))))
+        with connect(port=net.client.control_port, cookie_path=net.client.cookie_path) as ctl:
+            ctl.request('HSFETCH', [sid])
         fetches += 1
-        if seen is not None and (than is None or seen > than):
-            return round(time.monotonic() - t0, 1), fetches
+        t1 = time.monotonic()
+        text = None
+        while text is None and time.monotonic() - t1 < 30:
+            text = _descriptor(net.client.control_port, net.client.cookie_path, 'hs/client/desc/id/' + sid)
+            if text is None:
+                time.sleep(0.5)
+        live = live_intro_keys(backends)
+        if text:
+            held = intro_keys(text, address)
+            if held and held <= live:
+                return round(time.monotonic() - t0, 1), fetches
         time.sleep(every)
-    raise AssertionError('the client never fetched a descriptor of %s newer than revision %s within %.0fs '
-                         '(%d fetches, last revision %s)' % (address, than, deadline, fetches, seen))
+    raise AssertionError('the client never held a descriptor of %s naming only live introduction points within %.0fs '
+                         '(%d fetches; the last named %s of which %d live; the backends publish %d)'
+                         % (address, deadline, fetches, None if held is None else len(held),
+                            len((held or set()) & live), len(live)))
 
 
 def dropin_command(path):
