@@ -37,6 +37,7 @@ import re
 import shutil
 import socketserver
 import subprocess
+import sys
 import threading
 import time
 
@@ -319,16 +320,40 @@ def live_intro_keys(backends):
     return keys
 
 
-def until_live_descriptor(net, address, backends, deadline, every=5.0):
+def until_live_descriptor(net, address, backends, deadline, every=5.0, front=None):
     """Make the private network's client drop its descriptors and fetch address's again (HSFETCH) until the
     descriptor it holds names only introduction points the backends publish now: a rebuilt frontend's upload
     reaches the HSDirs one by one, and an HSDir that still has the old frontend's descriptor (of this time period,
     or of the next, uploaded before it stopped) serves dead introduction points. A revision counter cannot tell
     them apart: it counts from the start of the descriptor's SRV run, so a descriptor of the next period has a
     lower one (a clean-clone run failed on exactly that: revision 16198532 after 21856717). Returns (seconds,
-    fetches); AssertionError at deadline, with what the client held and what the backends publish."""
-    from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
+    fetches); AssertionError at deadline, with what the client held and what the backends publish. front: a
+    harness.reach.Watch of the frontend's tor opened before Onionbalance started (its HS_DESC events: which HSDirs
+    took the upload, which refused it and why), printed with the client's answers either way."""
+    from harness.reach import Watch
     sid = address.replace('.onion', '')
+    client = Watch(net.client, ['HS_DESC'])
+    try:
+        return _until_live(net, address, backends, deadline, every, front, client, sid)
+    finally:
+        client.close()
+
+
+def _upload_story(front, client, sid):
+    """The frontend tor's uploads and the client's fetches of sid, one line each, from their HS_DESC events."""
+    lines = []
+    for who, watch in (('frontend', front), ('client', client)):
+        if watch is None:
+            continue
+        for t, text in watch.poll():
+            words = text.split()
+            if len(words) >= 5 and words[0] == 'HS_DESC' and words[2] == sid and words[1] != 'REQUESTED':
+                lines.append('%s %7.1f %s %s %s' % (who, t, words[1], words[4][:20], ' '.join(words[5:7])[:60]))
+    return lines
+
+
+def _until_live(net, address, backends, deadline, every, front, client, sid):
+    from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
     t0, fetches, held, live = time.monotonic(), 0, None, set()
     while time.monotonic() - t0 < deadline:
         forget_descriptors(net)
@@ -345,12 +370,14 @@ def until_live_descriptor(net, address, backends, deadline, every=5.0):
         if text:
             held = intro_keys(text, address)
             if held and held <= live:
+                sys.stderr.write('\n[onionlab] the frontend\'s uploads and the client\'s fetches:\n%s\n'
+                                 % '\n'.join(_upload_story(front, client, sid)[-60:]))
                 return round(time.monotonic() - t0, 1), fetches
         time.sleep(every)
     raise AssertionError('the client never held a descriptor of %s naming only live introduction points within %.0fs '
-                         '(%d fetches; the last named %s of which %d live; the backends publish %d)'
+                         '(%d fetches; the last named %s of which %d live; the backends publish %d)\n%s'
                          % (address, deadline, fetches, None if held is None else len(held),
-                            len((held or set()) & live), len(live)))
+                            len((held or set()) & live), len(live), '\n'.join(_upload_story(front, client, sid)[-80:])))
 
 
 def dropin_command(path):

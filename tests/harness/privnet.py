@@ -540,14 +540,21 @@ class PrivNet:
             raise PrivNetError('tor exited early: ' + '\n'.join(details))
 
     def _wait(self, what, cond, interval=0.1):
-        deadline = self._t0 + self.ready_timeout
+        """Until cond(); each stage (consensus, relays serving it, clients bootstrapped) has ready_timeout counted
+        from its own start, the event it waits after: on a loaded machine an earlier stage that took long left a
+        later one too little of a deadline counted from the network's start (a client killed at 95% bootstrap)."""
+        start = time.monotonic()
+        deadline = start + self.ready_timeout
         while True:
             self._check_alive()
             if cond():
                 return
             if time.monotonic() > deadline:
-                raise PrivNetError('timed out after %.0fs waiting until %s (logs in %s)'
-                                   % (self.ready_timeout, what, self.base_dir))
+                late = ['%s: %s' % (n.name, ' | '.join(n.log_text().splitlines()[-3:]))
+                        for n in self.nodes if n.proc is not None and not n.is_server() and not n.bootstrapped()]
+                raise PrivNetError('timed out after %.0fs waiting until %s (%.0fs after the network started; logs '
+                                   'in %s)%s' % (self.ready_timeout, what, time.monotonic() - self._t0, self.base_dir,
+                                                 ''.join('\n  ' + line for line in late)))
             time.sleep(interval)
 
     @staticmethod

@@ -44,7 +44,7 @@ class Tor:
         self.socks_port, self.rend_logfile = socks_port, rend_logfile
 
 
-class _Side:
+class Watch:
     """One tor's events on a control connection of its own, each kept with its time (seconds since opened)."""
 
     def __init__(self, tor, kinds):
@@ -99,7 +99,7 @@ class Reach:
     client started later is added with add_client (the service's side must be watched from before the change)."""
 
     def __init__(self, service, *clients):
-        self.service = _Side(service, ['HS_DESC'])
+        self.service = Watch(service, ['HS_DESC'])
         self.clients = []
         try:
             for client in clients:
@@ -111,7 +111,7 @@ class Reach:
 
     def add_client(self, client):
         """Watch one more client tor (its HS_DESC and CIRC events from now); returns it for fetch(client=)."""
-        side = _Side(client, ['HS_DESC', 'CIRC'])
+        side = Watch(client, ['HS_DESC', 'CIRC'])
         self.clients.append(side)
         return client
 
@@ -290,4 +290,4 @@ class Reach:
         return '\n'.join(lines)
 
 
-__all__ = ['Reach', 'Tor']
+__all__ = ['Reach', 'Tor', 'Watch']

@@ -32,6 +32,7 @@ import pytest
 
 from harness import hosts as hb
 from harness import onionbalance as ob
+from harness.reach import Watch
 from harness.ansible_run import run_playbook
 
 DEADLINE = float(os.environ.get('ONIONLAB_OB_DEADLINE', '240'))
@@ -322,6 +323,7 @@ def test_role_rebuilds_frontend_from_escrow(balanced, tmp_path):
     assert key_file.read_bytes()[-64:] == expanded
     argv = ob.dropin_command(str(host / 'onionbalance.service.d' / 'onionlab.conf'))
     assert argv[:3] == [ob.ONIONBALANCE, '-c', str(host / 'etc' / 'config.yaml')], argv
+    front = Watch(st['front_tor'], ['HS_DESC'])      # the rebuilt frontend's uploads, from before they begin
     st['balancer'] = ob.Onionbalance(str(host), st['front_tor'], None, argv=argv).start()
     t0 = time.monotonic()
     # The client still holds the old frontend's descriptor (dead introduction points now); once
@@ -335,7 +337,10 @@ def test_role_rebuilds_frontend_from_escrow(balanced, tmp_path):
         assert st['balancer'].running(), 'onionbalance exited\n' + _diagnose(st)
         time.sleep(1)
     published = time.monotonic() - t0
-    fetched, fetches = ob.until_live_descriptor(st['net'], st['frontend'], st['backends'], DEADLINE)
+    try:
+        fetched, fetches = ob.until_live_descriptor(st['net'], st['frontend'], st['backends'], DEADLINE, front=front)
+    finally:
+        front.close()
     first_ok, failures, pages = _until_steady(st, {'b0', 'b1', 'b2'}, t0)
     _say('rebuilt frontend (new tor, key restored by the role from escrow): published %.1fs after onionbalance '
          'started; the client held its descriptor (only the backends\' live introduction points) %.1fs later after '
