@@ -25,6 +25,7 @@ A side is anything with ``control_port`` and ``cookie_path`` (a ``harness.privne
 """
 
 import base64
+import os
 import time
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion as _onion
@@ -42,6 +43,26 @@ class Tor:
     def __init__(self, control_port, cookie_path, name='tor', socks_port=None, rend_logfile=None):
         self.control_port, self.cookie_path, self.name = control_port, cookie_path, name
         self.socks_port, self.rend_logfile = socks_port, rend_logfile
+
+
+def _children(pid):
+    out = []
+    for entry in os.listdir('/proc'):
+        try:
+            with open('/proc/%s/stat' % entry) as f:
+                if entry.isdigit() and int(f.read().rsplit(')', 1)[1].split()[1]) == pid:
+                    out.append(int(entry))
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def bed_tor(host):
+    """The tor of a bed host (harness.hostbed: its ControlPort on 127.0.0.1, Debian's cookie
+    /run/tor/control.authcookie on the container's own /run, read through /proc/<its init>/root)."""
+    inits = _children(host['pid'])
+    cookie = '/proc/%d/root/run/tor/control.authcookie' % inits[0] if inits else None
+    return Tor(host['tor_control_port'], cookie, host['name'], socks_port=host.get('tor_socks_port'))
 
 
 class Watch:
@@ -290,4 +311,4 @@ class Reach:
         return '\n'.join(lines)
 
 
-__all__ = ['Reach', 'Tor', 'Watch']
+__all__ = ['Reach', 'Tor', 'Watch', 'bed_tor']
