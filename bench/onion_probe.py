@@ -41,7 +41,6 @@ COLLECTIONS = ROOT / ".build" / "collections"
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(COLLECTIONS))
 from harness import privnet as pn  # noqa: E402
-from harness.fixtures import fetch_onion  # noqa: E402
 
 MODULE = ROOT / "plugins" / "modules" / "tor_onion_probe.py"
 
@@ -88,24 +87,28 @@ def main():
     link_collection()
     from ansible_collections.onionlab.tor.plugins.module_utils._tor import probe, socks
     from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
+    from harness.reach import Reach, Tor     # imports the collection: after link_collection()
 
     net = None
     if args.privnet:
         state = pn.read_state(args.privnet)
-        socks_port, onion_ctl = state["socks_port"], state["onion"]
+        socks_port, onion_ctl, client_ctl = state["socks_port"], state["onion"], state["client"]
     else:
         net = pn.PrivNet(ready_timeout=120)
         net.start()
-        socks_port, onion_ctl = net.socks_port, net.onion.info()
+        socks_port, onion_ctl, client_ctl = net.socks_port, net.onion.info(), net.client.info()
     backend = Backend(("127.0.0.1", 0), Handler)
     threading.Thread(target=backend.serve_forever, daemon=True).start()
     work = Path(tempfile.mkdtemp(prefix="onionlab-bench-probe-"))
     try:
-        with connect(port=onion_ctl["control_port"], cookie_path=onion_ctl["cookie_path"]) as ctl:
+        client = Tor(client_ctl["control_port"], client_ctl["cookie_path"], "client", socks_port=socks_port)
+        with connect(port=onion_ctl["control_port"], cookie_path=onion_ctl["cookie_path"]) as ctl, \
+                Reach(Tor(onion_ctl["control_port"], onion_ctl["cookie_path"], "onion"), client) as reach:
             svc = ctl.add_onion([(80, "127.0.0.1:%d" % backend.server_address[1])], flags=["DiscardPK"])
             address = svc["service_id"] + ".onion"
-            _body, first, attempts = fetch_onion(socks_port, address, deadline=120)
-            print("onion service %s: first fetch %.2fs (%d attempts, not counted)" % (address, first, attempts))
+            _body, first = reach.fetch(address, deadline=120, since=None)
+            print("onion service %s: first fetch %.2fs after its descriptor was on the HSDirs (not counted)"
+                  % (address, first))
             proxy = socks.SocksProxy("127.0.0.1", socks_port)
             target = probe.parse_target({"address": address}, 0, 30.0)
             args_file = work / "args.json"

@@ -16,8 +16,9 @@ also when tests fail):
   ``http_backend.token``; ``http_backend.port``.
 
 Helpers: ``socks5_http_get(socks_port, host, port, path)`` (SOCKS5 with the
-host name sent to tor, RFC 1928 ATYP 3) and ``fetch_onion(...)`` which retries
-it while a descriptor propagates, and ``ansible_adhoc(...)``.
+host name sent to tor, RFC 1928 ATYP 3) and ``ansible_adhoc(...)``. A test that
+reaches an onion service does it with ``harness.reach.Reach``: it waits for tor's
+own events before it fetches, and says what both sides saw when it fails.
 
 Timings go to the terminal (``pytest -s``) and to the ``onionlab_timings``
 user property of the test report.
@@ -32,7 +33,6 @@ import struct
 import subprocess
 import sys
 import threading
-import time
 import uuid
 
 import pytest
@@ -146,7 +146,7 @@ def http_backend():
 
 
 # ---------------------------------------------------------------------------
-# SOCKS5 (RFC 1928) with the host name resolved by tor, and a bounded retry
+# SOCKS5 (RFC 1928) with the host name resolved by tor
 # ---------------------------------------------------------------------------
 
 SOCKS_ERRORS = {1: 'general failure', 2: 'not allowed', 3: 'network unreachable', 4: 'host unreachable',
@@ -215,66 +215,6 @@ def socks5_http_get(socks_port, host, port=80, path='/', timeout=30.0):
     if not m:
         raise SocksError('no HTTP reply: %r' % head[:100])
     return int(m.group(1)), body.decode('utf-8', 'replace')
-
-
-class HsDescWatch:
-    """A tor's HS_DESC events on a control connection of its own, opened before the change that publishes
-    services, so that a test waits for tor's own upload event instead of a fixed time."""
-
-    def __init__(self, node):
-        from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
-        self.conn = connect(port=node.control_port, cookie_path=node.cookie_path)
-        self.conn.request('SETEVENTS', ['HS_DESC'])
-        self.t0 = time.monotonic()
-        self.seen = []      # (seconds, action, service id, hsdir)
-
-    def wait_uploaded(self, service_ids, deadline):
-        """Seconds until an HSDir accepted a descriptor of each service (HS_DESC UPLOADED); the events counted by
-        kind are printed, and the last 20 with the failure."""
-        want = set(service_ids)
-        while True:
-            self.conn.get_info('version')       # reads the events that came before its reply
-            for event in self.conn.events:
-                words = event.lines[0].text.split()
-                if len(words) >= 5 and words[0] == 'HS_DESC' and words[2] in want:
-                    self.seen.append((time.monotonic() - self.t0, words[1], words[2], words[4]))
-            del self.conn.events[:]
-            done = {sid for _t, action, sid, _h in self.seen if action == 'UPLOADED'}
-            if want <= done:
-                counts = {}
-                for _t, action, _sid, _h in self.seen:
-                    counts[action] = counts.get(action, 0) + 1
-                _say('HS_DESC events of %d services: %s'
-                     % (len(want), ', '.join('%s %d' % kv for kv in counts.items())))
-                return time.monotonic() - self.t0
-            if time.monotonic() - self.t0 > deadline:
-                raise AssertionError('no HS_DESC UPLOADED for %s in %.0fs; events seen: %s'
-                                     % (sorted(want - done), deadline, self.seen[-20:]))
-            time.sleep(0.5)
-
-    def close(self):
-        self.conn.close()
-
-
-def fetch_onion(socks_port, onion_address, port=80, path='/', deadline=60.0, interval=1.0):
-    """Retry socks5_http_get until it answers 200 or deadline seconds pass.
-    Returns (body, seconds, attempts); raises the last error on timeout."""
-    t0 = time.monotonic()
-    attempts, last = 0, None
-    while True:
-        attempts += 1
-        try:
-            status, body = socks5_http_get(socks_port, onion_address, port, path,
-                                           timeout=max(5.0, min(30.0, deadline - (time.monotonic() - t0))))
-            if status == 200:
-                return body, time.monotonic() - t0, attempts
-            last = SocksError('HTTP %d' % status)
-        except OSError as e:
-            last = e
-        if time.monotonic() - t0 + interval > deadline:
-            raise AssertionError('no answer from %s after %d attempts in %.0fs: %s'
-                                 % (onion_address, attempts, deadline, last))
-        time.sleep(interval)
 
 
 # ---------------------------------------------------------------------------

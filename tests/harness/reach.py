@@ -119,8 +119,16 @@ class Reach:
     """The service's and clients' events from before the service is published; fetches that wait for them. A
     client started later is added with add_client (the service's side must be watched from before the change)."""
 
-    def __init__(self, service, *clients):
-        self.service = Watch(service, ['HS_DESC'])
+    def __init__(self, service, *clients, required=True):
+        """required=False: a service tor the harness cannot reach (a host whose role rewrote its torrc) is left
+        out, and only fetches with since=None (the client asks the HSDirs) work; the report says why."""
+        self.service, self.service_problem = None, None
+        try:
+            self.service = Watch(service, ['HS_DESC'])
+        except Exception as exc:  # TorError or OSError, said in the report
+            if required:
+                raise
+            self.service_problem = '%s: %s' % (getattr(service, 'name', 'service'), exc)
         self.clients = []
         try:
             for client in clients:
@@ -151,7 +159,8 @@ class Reach:
         self.close()
 
     def close(self):
-        self.service.close()
+        if self.service is not None:
+            self.service.close()
         for side in self.clients:
             side.close()
 
@@ -226,7 +235,7 @@ class Reach:
                 else:
                     have = self._uploaded(address[:-len('.onion')], since)
                 if all((f, blinded) in have for f in asked):
-                    out[address] = (time.monotonic() - self.service.t0, period)
+                    out[address] = (time.monotonic() - (self.service or side).t0, period)
                     self.gates.append((address, out[address][0], period, len(asked)))
             if len(out) == len(addresses):
                 return out
@@ -279,8 +288,8 @@ class Reach:
         """What the service's tor and the client's saw of address (the first client's by default)."""
         client = client or self.clients[0]
         sid = address[:-len('.onion')] if address.endswith('.onion') else address
-        lines = []
-        for side in (self.service, client):
+        lines = [] if self.service else ['--- the service\'s tor: not watched (%s)' % self.service_problem]
+        for side in [w for w in (self.service, client) if w is not None]:
             side.poll()
             period, ring, summary = side.view()
             lines.append('--- %s (%s): consensus %s, period %s'

@@ -21,7 +21,7 @@ import pytest
 
 from harness import prometheus as prom
 from harness.ansible_run import run_playbook
-from harness.fixtures import fetch_onion
+from harness.reach import Reach, bed_tor
 from harness.ports import free_ports
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -90,9 +90,10 @@ def watched_bed(hostbed, privnet, tmp_path_factory):
             bed.hosts[n]['address'] = run.task('onion service', host=n)['result']['onion_address']
             bed.hosts[n]['onion'] = bed.hosts[n]['address'][:-len('.onion')]
             bed.hosts[n]['url'] = 'http://127.0.0.1:%d/metrics' % bed.hosts[n]['tor_metrics_port']
-        for n in names:
-            _body, took, attempts = fetch_onion(privnet.socks_port, bed.hosts[n]['address'], path='/hostname',
-                                                deadline=FETCH_DEADLINE)
+        for n in names:   # once the HSDirs the client asks serve the host's descriptor (harness.reach)
+            host = next(h for h in hostbed.hosts if h['name'] == n)
+            with Reach(bed_tor(host), privnet.client) as reach:
+                reach.fetch(bed.hosts[n]['address'], path='/hostname', deadline=FETCH_DEADLINE, since=None)
         _say('%d hosts with MetricsPort and a service, reachable, in %.1fs' % (len(names), time.monotonic() - t0))
         yield bed
     finally:
