@@ -173,13 +173,23 @@ def _recv_exact(sock, n):
     return data
 
 
-def socks5_connect(socks_port, host, port, timeout=30.0, socks_host='127.0.0.1'):
-    """A socket connected to host:port through the SOCKS5 proxy (no auth)."""
+def socks5_connect(socks_port, host, port, timeout=30.0, socks_host='127.0.0.1', username=None):
+    """A socket connected to host:port through the SOCKS5 proxy (no auth; with username, RFC 1929 with any
+    password: tor puts the stream on circuits of its own, IsolateSOCKSAuth being on by default)."""
     sock = socket.create_connection((socks_host, socks_port), timeout=timeout)
     try:
-        sock.sendall(b'\x05\x01\x00')
-        if _recv_exact(sock, 2) != b'\x05\x00':
-            raise SocksError('SOCKS proxy refused the no-auth method')
+        if username is None:
+            sock.sendall(b'\x05\x01\x00')
+            if _recv_exact(sock, 2) != b'\x05\x00':
+                raise SocksError('SOCKS proxy refused the no-auth method')
+        else:
+            sock.sendall(b'\x05\x01\x02')
+            if _recv_exact(sock, 2) != b'\x05\x02':
+                raise SocksError('SOCKS proxy refused username/password')
+            user = username.encode()
+            sock.sendall(b'\x01' + struct.pack('B', len(user)) + user + b'\x01x')
+            if _recv_exact(sock, 2)[1] != 0:
+                raise SocksError('SOCKS proxy refused the username')
         name = host.encode('idna') if not host.endswith('.onion') else host.encode('ascii')
         sock.sendall(b'\x05\x01\x00\x03' + struct.pack('B', len(name)) + name + struct.pack('>H', port))
         ver, rep, _, atyp = _recv_exact(sock, 4)
@@ -199,9 +209,9 @@ def socks5_connect(socks_port, host, port, timeout=30.0, socks_host='127.0.0.1')
         raise
 
 
-def socks5_http_get(socks_port, host, port=80, path='/', timeout=30.0):
-    """(status, body) of an HTTP/1.0 GET through the proxy."""
-    sock = socks5_connect(socks_port, host, port, timeout)
+def socks5_http_get(socks_port, host, port=80, path='/', timeout=30.0, username=None):
+    """(status, body) of an HTTP/1.0 GET through the proxy (username: a SOCKS isolation of its own)."""
+    sock = socks5_connect(socks_port, host, port, timeout, username=username)
     with sock:
         sock.sendall(('GET %s HTTP/1.0\r\nHost: %s\r\nConnection: close\r\n\r\n' % (path, host)).encode())
         data = b''

@@ -258,8 +258,11 @@ class Reach:
             t0 = time.monotonic()
             while True:
                 try:
+                    # each attempt on circuits of its own (a SOCKS isolation): a circuit that stalls is not waited
+                    # on again by the next attempt (the client's CIRC events in the report show it)
                     status, body = socks5_http_get(side.tor.socks_port, address, port, path,
-                                                   timeout=max(5.0, min(30.0, deadline - (time.monotonic() - t0))))
+                                                   timeout=max(5.0, min(30.0, deadline - (time.monotonic() - t0))),
+                                                   username='reach-%d-%d' % (id(self) % 10000, len(errors)))
                     if status == expect:
                         took = time.monotonic() - t0
                         gate = self.gates[-1]

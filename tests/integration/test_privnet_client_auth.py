@@ -28,6 +28,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import co
 from harness import privnet as pn
 from harness.ansible_run import run_playbook
 from harness.fixtures import SOCKS_ERRORS
+from harness.reach import Reach
 from harness.tap import ControlTap
 
 FETCH_DEADLINE = float(os.environ.get('ONIONLAB_FETCH_DEADLINE', '60'))
@@ -125,38 +126,6 @@ def refusal(socks_port, address, token, username=None, deadline=REFUSAL_DEADLINE
         time.sleep(1.0)
 
 
-def _hs_lines(path, last=80):
-    """The last onion-service lines of a tor info log (what a failed fetch needs to be understood)."""
-    try:
-        with open(str(path)) as handle:
-            lines = [l.rstrip() for l in handle if re.search(r'hs_|rend|intro|onion|descriptor', l, re.I)]
-    except OSError as exc:
-        return '(no log: %s)' % exc
-    return '\n'.join(lines[-last:])
-
-
-def first_fetch(socks_port, address, client_log, deadline=2 * FETCH_DEADLINE, attempt_timeout=15.0):
-    """The page through the client tor once it holds the key: (body, seconds, attempts). Each
-    attempt has a SOCKS isolation of its own, so a circuit that stalls under load (seen once in CI:
-    two 30 s attempts on one isolation timed out; alone it takes 0.2 s) is not waited on again.
-    On timeout the client tor's onion-service log lines are in the error."""
-    t0 = time.monotonic()
-    attempts, last = 0, None
-    while time.monotonic() - t0 < deadline:
-        attempts += 1
-        try:
-            status, body = http_get(socks_port, address, username='first-fetch-%d' % attempts,
-                                    timeout=attempt_timeout)
-            if status == 200:
-                return body, time.monotonic() - t0, attempts
-            last = 'HTTP %d' % status
-        except OSError as exc:
-            last = exc
-        time.sleep(1.0)
-    raise AssertionError('no answer from %s after %d attempts in %.0fs: %s\nclient tor, onion-service lines '
-                         'of its info log:\n%s' % (address, attempts, deadline, last, _hs_lines(client_log)))
-
-
 def test_key_given_and_taken_over_the_control_port(privnet, http_backend, tmp_path):
     onion = privnet.onion
     base = tmp_path / 'services'
@@ -175,6 +144,7 @@ def test_key_given_and_taken_over_the_control_port(privnet, http_backend, tmp_pa
     (extended,) = pn.free_ports(1)
     client = None
     t0 = time.monotonic()
+    reach = Reach(onion)     # the service's uploads from before the module makes it
     try:
         run = run_playbook([made_task, save], tmp_path)
         assert run.rc == 0, run.output
@@ -201,7 +171,7 @@ def test_key_given_and_taken_over_the_control_port(privnet, http_backend, tmp_pa
         given = run.task('give')['result']
         assert given['changed'] is True and given['credential']['public_key'] == laptop['public_key']
         assert laptop['private_key'] not in run.output
-        body, took_fetch, attempts = first_fetch(extended, address, client_log)
+        body, took_fetch = reach.fetch(address, deadline=FETCH_DEADLINE, client=client)
         assert body == http_backend.token
         assert client.pid == pid and client.running()          # no restart
         with open(os.path.join(str(auth_dir), address[:-len('.onion')] + '.auth_private')) as handle:
@@ -223,9 +193,9 @@ def test_key_given_and_taken_over_the_control_port(privnet, http_backend, tmp_pa
         for label, username in (('same isolation', None), ('new isolation', 'after-removal')):
             code, took = refusal(extended, address, http_backend.token, username=username)
             outcomes[label] = (code, took)
-        _say('client auth on privnet: client tor %.1fs; refused without key in %.1fs; module -> first fetch '
-             '%.1fs (%d attempts); after removal: %s' % (
-                 t_client, took_refused, took_fetch, attempts,
+        _say('client auth on privnet: client tor %.1fs; refused without key in %.1fs; module -> answered %.1fs '
+             'after the gate; after removal: %s' % (
+                 t_client, took_refused, took_fetch,
                  ', '.join('%s %s in %.1fs' % (k, '0x%02x' % c if c else 'no refusal', t)
                            for k, (c, t) in outcomes.items())))
         # tor forgot the descriptor with the key (ONION_CLIENT_AUTH_REMOVE removes it from its client
@@ -236,6 +206,7 @@ def test_key_given_and_taken_over_the_control_port(privnet, http_backend, tmp_pa
         # a stream that was open stays open: its rendezvous circuit is not torn down
         assert http_request(open_stream, address) == (200, http_backend.token)
     finally:
+        reach.close()
         if client is not None:
             pn.kill_pids([(client.pid, client.starttime)], grace=5.0)
             client.proc.wait(timeout=10)
@@ -460,9 +431,10 @@ def test_failed_run_keeps_the_service_private_for_tor_as_its_user(privnet, http_
         assert not public
         with connect(port=client.control_port, cookie_path=client.cookie_path) as c:
             ca.add(c, sid, ca.parse_private_key(laptop['auth_private'], sid))
-        body, took_fetch, attempts = first_fetch(extended, address, tmp_path / 'a3client.log')
+        with Reach(node, client) as reach:   # the client asks the HSDirs for the descriptor published before
+            body, took_fetch = reach.fetch(address, deadline=FETCH_DEADLINE, since=None)
         assert body == http_backend.token
-        _say('refused without the key in %.1fs; served with it in %.1fs (%d attempts)' % (took, took_fetch, attempts))
+        _say('refused without the key in %.1fs; served with it %.1fs after the gate' % (took, took_fetch))
     finally:
         if events is not None:
             events.close()
