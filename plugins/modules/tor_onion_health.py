@@ -27,6 +27,19 @@ description:
   - The current revision is tor's own descriptor's when it is the one clients fetch now; around a change of time
     period, when tor's current descriptor is still the previous period's, it is the newest an HSDir serves
     (C(compared_with) in RV(services[].descriptor) says which).
+  - "Beside the verdict, which stays about reachability: whether a service port's backend can also be found from
+    the clearnet. The classic way an onion site is located is its backend answering on the host's public address
+    too (a scanner matches the page, the TLS certificate or the SSH key; OnionScan checks exactly this). A port
+    whose target is a unix socket is never exposed; one whose target is on a loopback address (127.0.0.0/8, C(::1))
+    is exposed when its target port also listens on C(0.0.0.0), C(::) or a non-loopback address of tor's host
+    (C(/proc/PID/net/tcp) and C(tcp6) of tor's process, so tor's network namespace); a target that is not a loopback
+    address is exposed itself. Each exposed port is one module warning and an entry of RV(services[].exposed); the
+    fix is to bind the backend to 127.0.0.1 or a unix socket."
+  - "That check runs whatever tor's bootstrap (a V(pending) service is checked too). It is only possible on tor's
+    host: when tor is reached over the network (its process is not on this host) RV(exposure) says so and no
+    service is checked. tor does not give an ephemeral service's targets: one made by
+    M(onionlab.tor.tor_hidden_service) is checked from the collection's record, others are not
+    (RV(services[].exposure_problem))."
   - Nothing is changed on tor (its client cache holds the fetched descriptors afterwards); C(changed) is always
     V(false) and check mode runs the same check.
 author:
@@ -77,6 +90,11 @@ EXAMPLES = r"""
     that: health.healthy
     fail_msg: "{{ health.services | selectattr('state', 'eq', 'unhealthy') | map(attribute='reasons') | list }}"
 
+- name: Stop when a backend answers on a non-loopback address too (a scan of the host finds it)
+  ansible.builtin.assert:
+    that: health.exposed | length == 0
+    fail_msg: "{{ health.services | map(attribute='exposed') | select | flatten }}"
+
 - name: One service, at least 4 of the HSDirs clients ask holding its descriptor
   onionlab.tor.tor_onion_health:
     control_port: 9051
@@ -99,6 +117,18 @@ pending:
   returned: success
   type: list
   elements: str
+exposed:
+  description: The addresses of the services with a port whose backend also listens on a non-loopback address
+    (each port is a warning too).
+  returned: success
+  type: list
+  elements: str
+exposure:
+  description: Whether the listening sockets of tor's host could be read (C(checked)), and why not (C(problem),
+    for instance tor reached over the network).
+  returned: success
+  type: dict
+  sample: {"checked": true, "problem": null}
 period:
   description: The time period of tor's consensus (V(null) without a live consensus).
   returned: success
@@ -157,6 +187,19 @@ services:
         answer (C(result), C(revision), tor's C(reason), C(seconds) since the fetch began).
       type: list
       elements: dict
+    exposed:
+      description:
+        - Each port whose backend can also be found from the clearnet; V([]) when none, V(null) when not checked
+          (see C(exposure_problem)).
+        - C(port) is the service's port, C(target) where tor forwards it (C(ADDRESS:PORT)), C(listening_on) the
+          non-loopback addresses the target port also listens on (or the target itself when it is not a loopback
+          address).
+      type: list
+      elements: dict
+      sample: [{"port": 80, "target": "127.0.0.1:8080", "listening_on": ["0.0.0.0:8080"]}]
+    exposure_problem:
+      description: Why the service's ports were not checked (V(null) when they were).
+      type: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -192,6 +235,8 @@ def main():
                                         min_hsdirs=p["min_hsdirs"])
     except MODULE_ERRORS as exc:
         fail(module, exc, changed=False)
+    for warning in onion_health.exposure_warnings(result):
+        module.warn(warning)
     module.exit_json(changed=False, **result)
 
 

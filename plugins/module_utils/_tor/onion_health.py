@@ -13,6 +13,11 @@ tor's reason, no answer in time; how long each took). One verdict per service: "
 live consensus: nothing to judge). Nothing is changed on tor, except what a fetch changes in its
 client cache.
 
+Beside the verdict, which is about reachability only: whether a service port's backend can also be found from
+the clearnet (listeners.py: its target port listening on a non-loopback address of tor's host), each such port in
+the service's `exposed`. Checked whatever tor's bootstrap (a pending service too); not possible when tor is not a
+process of this host, or for an ephemeral service whose targets neither tor nor the collection's record gives.
+
 repost() is the first step of the watchdog's repair: the service's current descriptor posted to the
 HSDirs that lack it (+HSPOST SERVER=... HSADDRESS=...), the outcome from HS_DESC events.
 
@@ -27,6 +32,7 @@ import time
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import consensus as _consensus
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import hsdir_ring
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import listeners as _listeners
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_list
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import OperationFailed, TorError
@@ -88,13 +94,39 @@ def signed_with_key(cert_b64):
 
 # -- what tor holds: services, consensus, ring ------------------------------------------------------
 def local_services(ctl):
-    """[{address, path, type}] of every onion service tor runs (persistent ones whose key file could not be
-    read have address None)."""
+    """[{address, path, type, ports}] of every onion service tor runs (persistent ones whose key file could not
+    be read have address None; ports is None for an ephemeral service the collection's record does not know)."""
     out = []
     for service in service_list.list_services(ctl):
         out.append({"address": service.get("onion_address"), "path": service.get("path"),
-                    "type": service["type"]})
+                    "type": service["type"], "ports": service.get("ports")})
     return out
+
+
+def backend_exposure(ctl, listed):
+    """({address: (exposed ports or None, why not checked or None)}, {checked, problem}): each service's
+    ports whose backend also listens on a non-loopback address of tor's host (listeners.py)."""
+    try:
+        pid = ctl.get_info("process/pid").get("process/pid")
+    except OperationFailed:
+        pid = None
+    found, problem = _listeners.read_listeners(pid, _listeners.PROC)
+    out = {}
+    for service in listed:
+        if found is None:
+            out[service["address"]] = (None, problem)
+        elif service["ports"] is None:
+            out[service["address"]] = (None, "tor does not give an ephemeral service's targets, and the "
+                                             "collection's record in tor's DataDirectory has none for it (made by "
+                                             "another controller) or could not be read")
+        else:
+            out[service["address"]] = (_listeners.service_exposure(service["ports"], found), None)
+    return out, {"checked": found is not None, "problem": problem}
+
+
+def exposure_warnings(result):
+    """One warning per exposed port of a check()'s result."""
+    return [_listeners.describe(s["address"], e) for s in result["services"] for e in s.get("exposed") or []]
 
 
 def network_view(ctl):
@@ -138,6 +170,7 @@ class _Service:
         self.service_id = self.address[:-len(".onion")]
         self.path = entry.get("path")
         self.type = entry["type"]
+        self.ports = entry.get("ports")
         self.descriptor = None
         self.revision = self.lifetime = self.blinded = None
         self.responsible = []
@@ -183,6 +216,7 @@ def run_check(ctl, addresses=None, timeout=DEFAULT_TIMEOUT, min_hsdirs=None, clo
                 ", ".join(missing), ", ".join(sorted(known)) or "none"))
         listed = [s for s in listed if s["address"] in wanted]
     services = [_Service(s) for s in listed]
+    exposure, exposure_summary = backend_exposure(ctl, listed)
     ready, phase = bootstrapped(ctl)
     period, ring, network = network_view(ctl) if ready else (None, None, "tor is bootstrapping (%s)" % phase)
     for service in services:
@@ -193,10 +227,14 @@ def run_check(ctl, addresses=None, timeout=DEFAULT_TIMEOUT, min_hsdirs=None, clo
     if asked:
         _fetch(ctl, asked, ring, network, timeout, clock)
     results = [_verdict(s, network if isinstance(network, dict) else None, min_hsdirs) for s in services]
+    for entry in results:
+        entry["exposed"], entry["exposure_problem"] = exposure[entry["address"]]
     return {
         "healthy": all(r["state"] != "unhealthy" for r in results),
         "unhealthy": [r["address"] for r in results if r["state"] == "unhealthy"],
         "pending": [r["address"] for r in results if r["state"] == "pending"],
+        "exposed": [r["address"] for r in results if r["exposed"]],
+        "exposure": exposure_summary,
         "services": results,
         "period": None if period is None else {
             "number": period.number, "length_minutes": period.length, "srv": period.srv_source},

@@ -21,6 +21,11 @@ torrc. Each decision is one line on standard output (the journal); counters and 
 node_exporter textfile (metrics_file), and the ladder's state to state_file, both written
 atomically.
 
+Each run also reports a service port whose backend the clearnet can find (onion_health's `exposed`: its
+target port listening on a non-loopback address of the host): a journal line for each such port, and
+onionlab_watchdog_backend_exposed 1 for it (0 for a port checked and not exposed). Nothing is repaired
+there: binding the backend to 127.0.0.1 or a unix socket is the fix, and a person's.
+
 This is a private module_utils file of onionlab.tor; its API may change at any time.
 """
 
@@ -34,6 +39,7 @@ import time
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import client as _client
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import files
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import listeners
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion_health
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import TorError
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.lock import LockTimeout, TorLock
@@ -140,10 +146,15 @@ class Watchdog:
             min_hsdirs=self.config["min_hsdirs"])
         ready = onion_health.bootstrapped(ctl)[0]
         lock = None
+        problem = (result.get("exposure") or {}).get("problem")
+        if problem:
+            self.say(backend="unchecked", evidence=problem, action="none",
+                     result="whether a backend also listens on a non-loopback address is not known")
         for entry in result["services"]:
             address = entry["address"]
             record = state["services"].setdefault(address, {"checks": 0, "failures": 0, "step": 0, "streak": 0,
                                                             "repairs": {}, "last_healthy": 0})
+            self._exposure(record, entry, services.get(address))
             record["checks"] += 1
             record["state"] = entry["state"]
             record["holding"] = entry["counts"].get("current", 0) if entry["counts"] else 0
@@ -180,6 +191,22 @@ class Watchdog:
             self._repair(ctl, state, record, entry, services[address], evidence, now)
         if lock:
             lock.release()
+
+    def _exposure(self, record, entry, service):
+        """The service's exposed ports: a journal line each, and {port: 1 or 0} of each port checked in its record
+        (for the metric; none when they were not checked)."""
+        if entry.get("exposed") is None:
+            record.pop("exposed", None)
+            return
+        exposed = dict((str(e["port"]), e) for e in entry["exposed"])
+        record["exposed"] = dict((str(p["port"]), 0) for p in getattr(service, "ports", None) or ())
+        record["exposed"].update((p, 1) for p in exposed)
+        for port in sorted(exposed, key=int):
+            item = exposed[port]
+            self.say(service=entry["address"], backend="exposed", port=port, target=item["target"],
+                     listening_on=",".join(item["listening_on"]), action="none",
+                     result="a scan of this host's addresses finds the backend and ties the service to the host; "
+                            + listeners.FIX)
 
     def _take_lock(self, ctl):
         facts_dir = dict(ctl.get_conf("DataDirectory")).get("DataDirectory")
@@ -264,6 +291,11 @@ def metrics_text(state):
            [(label(a), r.get("holding", 0)) for a, r in services])
     family("onionlab_watchdog_last_healthy_timestamp_seconds", "gauge", "When the service was last healthy.",
            [(label(a), int(r["last_healthy"])) for a, r in services])
+    family("onionlab_watchdog_backend_exposed", "gauge",
+           "1: the service port's target also listens on a non-loopback address (a scan of the host finds the "
+           "backend); 0: loopback or unix socket only. Fix: bind the backend to 127.0.0.1 or a unix socket.",
+           [(label(a, port=p), v) for a, r in services for p, v in sorted((r.get("exposed") or {}).items(),
+                                                                         key=lambda i: int(i[0]))])
     return "\n".join(out) + "\n"
 
 

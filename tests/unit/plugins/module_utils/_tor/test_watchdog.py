@@ -159,3 +159,37 @@ def test_config_file_unknown_setting_refused(tmp_path):
     with pytest.raises(ValueError, match="unknown settings restart_intervall"):
         watchdog.load_config(str(path))
     assert watchdog.main([str(path)]) == 2
+
+
+def test_an_exposed_backend_is_a_journal_line_and_a_metric_never_a_repair(bed, monkeypatch):
+    """onion_health's `exposed` (listeners.py): one line per exposed port, onionlab_watchdog_backend_exposed 1 for it
+    and 0 for the service's other ports; a run that could not check says so and writes no such sample."""
+    service = type("Service", (), {"ports": [{"port": 80, "target_address": "127.0.0.1", "target_port": 8080},
+                                            {"port": 443, "target_address": "unix:/run/web.sock", "target_port": None}]})()
+    checks = [{"exposed": [{"port": 80, "target": "127.0.0.1:8080", "listening_on": ["0.0.0.0:8080", "[::]:8080"]}]},
+              {"exposed": None, "problem": "tor's process 77 is not on this host"}]
+
+    def run_check(ctl, addresses=None, timeout=None, min_hsdirs=None):
+        check = checks.pop(0)
+        entry = {"address": ADDRESS, "type": "persistent", "state": "healthy", "reasons": ["scripted"],
+                 "counts": {"current": 6}, "hsdirs": [], "exposed": check["exposed"]}
+        return {"services": [entry], "exposure": {"checked": check["exposed"] is not None,
+                                                   "problem": check.get("problem")}}, {ADDRESS: service}
+
+    monkeypatch.setattr(onion_health, "run_check", run_check)
+    lines = bed["run"]([("healthy", "persistent")])
+    assert lines == ["onionlab-watchdog: service=%s backend=exposed port=80 target=127.0.0.1:8080 "
+                     "listening_on=0.0.0.0:8080,[::]:8080 action=none result=\"a scan of this host's addresses finds "
+                     "the backend and ties the service to the host; bind the backend to 127.0.0.1 or a unix socket\""
+                     % ADDRESS], lines
+    metrics = (bed["tmp"] / "wd.prom").read_text()
+    onion = ADDRESS[:-6]
+    assert "# TYPE onionlab_watchdog_backend_exposed gauge" in metrics
+    assert 'onionlab_watchdog_backend_exposed{onion="%s",port="80"} 1' % onion in metrics
+    assert 'onionlab_watchdog_backend_exposed{onion="%s",port="443"} 0' % onion in metrics
+    assert bed["ctl"].signals == [] and bed["restarts"] == []
+
+    lines = bed["run"]([("healthy", "persistent")])
+    assert lines == ['onionlab-watchdog: backend=unchecked evidence="tor\'s process 77 is not on this host" '
+                     'action=none result="whether a backend also listens on a non-loopback address is not known"']
+    assert "onionlab_watchdog_backend_exposed{" not in (bed["tmp"] / "wd.prom").read_text()

@@ -1,0 +1,86 @@
+# Copyright (c) 2026, onionlab.tor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""tor_onion_health main() against the stateful fake control port (conftest.py), tor bootstrapping (every verdict
+pending): the backend check all the same, each exposed port a warning and an entry of the service's `exposed`
+(listeners read from a /proc of recorded text for the fake's PID); none when tor is not a process of this host."""
+
+import os
+
+import pytest
+
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import listeners
+from ansible_collections.onionlab.tor.plugins.modules import tor_hidden_service as hs_module
+from ansible_collections.onionlab.tor.plugins.modules import tor_onion_health as module
+
+# 0.0.0.0:8080 and 127.0.0.1:8081 listening (hex ports 1F90, 1F91); [::]:8443 (20FB)
+TCP = """\
+  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 00000000:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 651134 1 00000000e146df54 100 0 0 10 0
+   1: 0100007F:1F91 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 651135 1 00000000eb69cd7c 100 0 0 10 0
+"""
+TCP6 = """\
+  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 00000000000000000000000000000000:20FB 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 651137 1 00000000f96239b0 100 0 0 10 0
+"""
+BOOTSTRAPPING = 'NOTICE BOOTSTRAP PROGRESS=5 TAG=conn SUMMARY="Connecting to a relay"'
+
+
+@pytest.fixture
+def proc(tmp_path, monkeypatch):
+    """A /proc where the fake's process (its GETINFO process/pid) is named tor."""
+    base = tmp_path / "proc" / str(os.getpid())
+    (base / "net").mkdir(parents=True)
+    (base / "comm").write_text("tor\n")
+    (base / "net" / "tcp").write_text(TCP)
+    (base / "net" / "tcp6").write_text(TCP6)
+    monkeypatch.setattr(listeners, "PROC", str(tmp_path / "proc"))
+    return base
+
+
+def _services(runner, fake, tmp_path):
+    conf = str(tmp_path / "onionlab.conf")
+    exposed = runner.ok(hs_module, control_port=fake.port, config_file=conf, path=str(tmp_path / "web"),
+                        ports=[{"port": 80, "target_port": 8080}, {"port": 81, "target_port": 8081},
+                               {"port": 443, "target_address": "::1", "target_port": 8443}])["onion_address"]
+    quiet = runner.ok(hs_module, control_port=fake.port, config_file=conf, path=str(tmp_path / "quiet"),
+                      ports=[{"port": 80, "target_address": "unix:/run/quiet.sock"},
+                             {"port": 22, "target_port": 8081}])["onion_address"]
+    recorded = runner.ok(hs_module, control_port=fake.port, ephemeral=True,
+                         ports=[{"port": 80, "target_address": "192.0.2.7", "target_port": 80}])["onion_address"]
+    stranger = fake.add_onion_direct() + ".onion"
+    fake.info["status/bootstrap-phase"] = BOOTSTRAPPING
+    return exposed, quiet, recorded, stranger
+
+
+def test_exposed_backends_warned_while_tor_bootstraps(runner, fake, tmp_path, proc):
+    exposed, quiet, recorded, stranger = _services(runner, fake, tmp_path)
+    result = runner.ok(module, control_port=fake.port)
+    assert result["changed"] is False and result["healthy"] is True
+    by_address = {s["address"]: s for s in result["services"]}
+    assert set(result["pending"]) == set(by_address) == {exposed, quiet, recorded, stranger}
+    assert all(s["state"] == "pending" and s["healthy"] is None for s in result["services"])
+    assert result["exposure"] == {"checked": True, "problem": None}
+    assert sorted(result["exposed"]) == sorted([exposed, recorded])
+    assert by_address[exposed]["exposed"] == [
+        {"port": 80, "target": "127.0.0.1:8080", "listening_on": ["0.0.0.0:8080"]},
+        {"port": 443, "target": "[::1]:8443", "listening_on": ["[::]:8443"]}]
+    assert by_address[recorded]["exposed"] == [
+        {"port": 80, "target": "192.0.2.7:80", "listening_on": ["192.0.2.7:80"]}]
+    assert by_address[quiet]["exposed"] == [] and by_address[quiet]["exposure_problem"] is None
+    assert by_address[stranger]["exposed"] is None
+    assert "made by another controller" in by_address[stranger]["exposure_problem"]
+    assert len(result["warnings"]) == 3, result["warnings"]
+    assert ("onion service %s port 80 forwards to 127.0.0.1:8080, and that port also listens on 0.0.0.0:8080: "
+            % exposed) in result["warnings"][0]
+    assert all(w.endswith("bind the backend to 127.0.0.1 or a unix socket") for w in result["warnings"])
+
+
+def test_not_checked_when_tor_is_not_a_process_of_this_host(runner, fake, tmp_path, proc):
+    (proc / "comm").write_text("python3\n")      # the PID tor gives is another program here
+    exposed = _services(runner, fake, tmp_path)[0]
+    result = runner.ok(module, control_port=fake.port, addresses=[exposed])
+    assert result["exposure"]["checked"] is False
+    assert result["exposure"]["problem"].startswith("process %d of this host is python3, not tor" % os.getpid())
+    assert result["exposed"] == [] and not result.get("warnings")
+    entry = result["services"][0]
+    assert entry["exposed"] is None and entry["exposure_problem"] == result["exposure"]["problem"]
