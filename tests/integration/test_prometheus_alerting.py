@@ -6,7 +6,7 @@ configuration, on the controller (ansible-playbook; Debian's promtool and amtool
 - the Onionprobe job scrapes each monitoring host's exporter (label prober) and relabels host and onion from
   Onionprobe's endpoint name and address; Prometheus sends alerts to Alertmanager;
 - without a receiver (the default) no Alertmanager is configured or named;
-- `promtool check rules` finds the 13 rules of one file; `promtool test rules` fires each Onionprobe alert on
+- `promtool check rules` finds the 14 rules of one file; `promtool test rules` fires each Onionprobe alert on
   synthetic series after the `for` given by the role's variables, with the labels an operator needs;
 - Alertmanager's configuration for a webhook and for email passes `amtool check-config`; a receiver without its
   options is refused with one message before anything is written; a second run changes nothing.
@@ -44,7 +44,7 @@ def test_onionprobe_job_rules_and_alertmanager(tmp_path):
     rc, out = prom.promtool('check', 'config', str(etc / 'prometheus.yml'))
     assert rc == 0, out
     rc, out = prom.promtool('check', 'rules', str(etc / 'onionlab_tor_rules.yml'))
-    assert rc == 0 and 'SUCCESS: 13 rules found' in out, out
+    assert rc == 0 and 'SUCCESS: 14 rules found' in out, out
     conf = yaml.safe_load((etc / 'prometheus.yml').read_text())
     assert conf['alerting'] == {'alertmanagers': [{'static_configs': [{'targets': ['127.0.0.1:9093']}]}]}
     job = [j for j in conf['scrape_configs'] if j['job_name'] == 'onionprobe'][0]
@@ -162,8 +162,9 @@ def test_onionprobe_alerts_fire(tmp_path):
 
 
 def test_watchdog_job_and_alerts_fire(tmp_path):
-    """The onion watchdog's node_exporter job (one target per watchdog host, label host) and its three rules:
-    unhealthy from the network for its `for`, repairs that did not help, a watchdog that stopped running."""
+    """The onion watchdog's node_exporter job (one target per watchdog host, label host) and its four rules:
+    unhealthy from the network for its `for`, repairs that did not help, a backend the clearnet can find (issue 42),
+    a watchdog that stopped running."""
     inventory_extra = {'prometheus_watchdog_hosts': ['web1'], 'prometheus_alert_watchdog_unhealthy_for': '3m',
                        'prometheus_alert_watchdog_repairs_window': '10m', 'prometheus_alert_watchdog_stale_seconds': 300}
     etc, run = role(tmp_path, **inventory_extra)
@@ -189,6 +190,10 @@ def test_watchdog_job_and_alerts_fire(tmp_path):
                  'values': '0 0 0 1 1 1 2 2 2 2 2 2'},
                 {'series': 'onionlab_watchdog_last_run_timestamp_seconds{%s}' % lab,
                  'values': '0 60 120 180 240 300 300 300 300 300 300 300'},
+                {'series': 'onionlab_watchdog_backend_exposed{%s,onion="%s",port="80"}' % (lab, onion),
+                 'values': '0 0 1x10'},
+                {'series': 'onionlab_watchdog_backend_exposed{%s,onion="%s",port="443"}' % (lab, onion),
+                 'values': '0x12'},
             ],
             'alert_rule_test': [
                 {'eval_time': '4m', 'alertname': 'OnionServiceUnhealthyFromNetwork', 'exp_alerts': []},
@@ -201,6 +206,20 @@ def test_watchdog_job_and_alerts_fire(tmp_path):
                     'exp_labels': {'severity': 'critical', 'host': 'web1', 'onion': onion},
                     'exp_annotations': {'summary': "%s.onion on web1: the watchdog's repairs did not bring it back; a "
                                                    "person is needed" % onion}}]},
+                {'eval_time': '1m', 'alertname': 'OnionServiceBackendExposed', 'exp_alerts': []},
+                {'eval_time': '2m', 'alertname': 'OnionServiceBackendExposed', 'exp_alerts': [{
+                    'exp_labels': dict(want, severity='critical', port='80'),
+                    'exp_annotations': {
+                        'summary': '%s.onion on web1: the backend of port 80 also listens on a non-loopback address; '
+                                   'a scan of the host finds it' % onion,
+                        'description': "The target of port 80 of %s.onion also answers on 0.0.0.0, :: or a public "
+                                       "address of web1 (or the target itself is not a loopback address). A scanner "
+                                       "that fetches the page, the TLS certificate or the SSH key from the host's "
+                                       "addresses can match it with the onion service and so locate the service "
+                                       "(OnionScan checks exactly this). Fix: bind the backend to 127.0.0.1 or a unix "
+                                       "socket (and the service's port to that target); journalctl -u "
+                                       "onionlab-watchdog on the host names the target and the addresses it listens "
+                                       "on." % onion}}]},
                 {'eval_time': '9m', 'alertname': 'OnionWatchdogStale', 'exp_alerts': []},
                 {'eval_time': '11m', 'alertname': 'OnionWatchdogStale', 'exp_alerts': [{
                     'exp_labels': {'severity': 'warning', 'job': 'onionlab_watchdog', 'host': 'web1',
