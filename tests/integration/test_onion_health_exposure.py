@@ -5,6 +5,7 @@ real HTTP servers: a service whose target is 127.0.0.1:P while its server listen
 tor_onion_health (real ansible-playbook) and by the watchdog (journal line, metric 1); a service whose server listens
 on 127.0.0.1 only ("P", tor's 127.0.0.1:P) and a unix-socket port are not (metric 0)."""
 
+import functools
 import http.server
 import threading
 
@@ -15,28 +16,20 @@ from harness.ansible_run import run_playbook
 from harness.ports import free_ports
 
 
-class _Page(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = b"the onion site's page\n"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
-def _serve(address, port):
-    server = http.server.HTTPServer((address, port), _Page)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+def _serve(site, address, port):
+    """The onion site's page from `site`, on address:port (stopped by the caller)."""
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    server = http.server.ThreadingHTTPServer((address, port), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 
 
 def test_a_backend_on_every_address_is_warned_one_on_loopback_is_not(tor, tmp_path):
     public, private = free_ports(2, host="0.0.0.0")
-    servers = [_serve("0.0.0.0", public), _serve("127.0.0.1", private)]
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "index.html").write_text("the onion site's page\n")
+    servers = [_serve(tmp_path / "site", "0.0.0.0", public), _serve(tmp_path / "site", "127.0.0.1", private)]
     exposed_dir, quiet_dir = str(tmp_path / "exposed"), str(tmp_path / "quiet")
     try:
         with connect(port=tor.control_port, cookie_path=tor.cookie_path) as ctl:
