@@ -3,8 +3,9 @@
 """The prometheus role's Onionprobe job, Onionprobe's alert rules beside ours in one rule file, and Alertmanager's
 configuration, on the controller (ansible-playbook; Debian's promtool and amtool check what the role writes):
 
-- the Onionprobe job scrapes each monitoring host's exporter (label prober) and relabels host and onion from
-  Onionprobe's endpoint name and address; Prometheus sends alerts to Alertmanager;
+- the Onionprobe job scrapes each monitoring host's exporter (label prober; on loopback, the onionprobe role's
+  default, when the host names no other address) and relabels host and onion from Onionprobe's endpoint name and
+  address; Prometheus sends alerts to Alertmanager;
 - without a receiver (the default) no Alertmanager is configured or named;
 - `promtool check rules` finds the 14 rules of one file; `promtool test rules` fires each Onionprobe alert on
   synthetic series after the `for` given by the role's variables, with the labels an operator needs;
@@ -27,11 +28,13 @@ def role(tmp_path, **extra):
     inventory = tmp_path / 'hosts.json'
     inventory.write_text(json.dumps({'all': {'hosts': {
         'web1': {'ansible_host': '10.0.0.5', 'tor_metrics_port': 9035},
-        'monitor': {'ansible_host': '10.0.0.9', 'onionprobe_exporter_port': 19935},
-        'monitor2': {'onionprobe_exporter_address': 'fd00::9'}}}}))
+        'monitor': {'ansible_host': '10.0.0.9', 'onionprobe_exporter_port': 19935,
+                    'onionprobe_exporter_listen_address': '0.0.0.0'},
+        'monitor2': {'onionprobe_exporter_address': 'fd00::9'},
+        'monitor3': {'ansible_host': '10.0.0.11'}}}}))
     etc = tmp_path / 'etc'
     role_vars = dict(ROLE_VARS, role='onionlab.tor.prometheus', prometheus_config_dir=str(etc),
-                     prometheus_tor_hosts=['web1'], prometheus_onionprobe_hosts=['monitor', 'monitor2'], **extra)
+                     prometheus_tor_hosts=['web1'], prometheus_onionprobe_hosts=['monitor', 'monitor2', 'monitor3'], **extra)
     run = run_playbook([{'hosts': 'localhost', 'gather_facts': False, 'roles': [role_vars]}], tmp_path,
                        extra_args=['-i', str(inventory)])
     return etc, run
@@ -48,8 +51,10 @@ def test_onionprobe_job_rules_and_alertmanager(tmp_path):
     conf = yaml.safe_load((etc / 'prometheus.yml').read_text())
     assert conf['alerting'] == {'alertmanagers': [{'static_configs': [{'targets': ['127.0.0.1:9093']}]}]}
     job = [j for j in conf['scrape_configs'] if j['job_name'] == 'onionprobe'][0]
+    # on every address: ansible_host; named: that address; the onionprobe role's default (loopback): this host's
     assert job['static_configs'] == [{'targets': ['10.0.0.9:19935'], 'labels': {'prober': 'monitor'}},
-                                     {'targets': ['[fd00::9]:9935'], 'labels': {'prober': 'monitor2'}}]
+                                     {'targets': ['[fd00::9]:9935'], 'labels': {'prober': 'monitor2'}},
+                                     {'targets': ['127.0.0.1:9935'], 'labels': {'prober': 'monitor3'}}]
     assert [(r['source_labels'], r['target_label']) for r in job['metric_relabel_configs']] == [
         (['name'], 'host'), (['address'], 'onion')]
     am = yaml.safe_load((etc / 'alertmanager.yml').read_text())
@@ -96,6 +101,29 @@ def test_receiver_without_its_options_refused(tmp_path):
     assert run.rc == 0, run.output
     assert 'alerting' not in yaml.safe_load((etc / 'prometheus.yml').read_text())
     assert not (etc / 'alertmanager.yml').exists()
+
+
+def test_bad_listen_address_flag_or_duration_refused_before_anything(tmp_path):
+    """Issue 42: the services' flags and the durations written as they are into the YAML files are checked before
+    anything is written (the conditions as ansible-playbook evaluates them; tests/unit/roles/test_prometheus_listeners.py
+    has every case)."""
+    for extra, msg in [
+        ({'prometheus_listen_address': '127.0.0.1:9090\nARGS=--web.listen-address=0.0.0.0:9090'},
+         'prometheus: these variables would not stay one value each in the systemd file they are written into: '
+         'prometheus_listen_address: the value "127.0.0.1:9090\\nARGS=--web.listen-address=0.0.0.0:9090" holds a '
+         'newline'),
+        ({'prometheus_alertmanager_receiver': 'webhook', 'prometheus_alertmanager_webhook_url': 'http://x/',
+          'prometheus_alertmanager_extra_args': ['--cluster.listen-address=0.0.0.0:9094']},
+         "Alertmanager's --cluster.* (no cluster)"),
+        ({'prometheus_listen_address': ':9090'}, 'prometheus: prometheus_listen_address and '
+         'prometheus_alertmanager_listen_address must each be an address and a port'),
+        ({'prometheus_alert_pow_for': '10m\n        labels: {severity: none}'},
+         'prometheus: these variables must each be a Prometheus duration (15s, 1h30m): prometheus_alert_pow_for got '
+         '"10m\\n        labels: {severity: none}"'),
+    ]:
+        etc, run = role(tmp_path, **extra)
+        assert run.rc != 0 and msg in run.stdout, (msg, run.output)
+        assert not etc.exists(), sorted(str(p) for p in etc.rglob('*'))
 
 
 def test_onionprobe_alerts_fire(tmp_path):
