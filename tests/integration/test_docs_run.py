@@ -56,6 +56,10 @@ run the role); then tor restarts on each host (waiting for bootstrap) and what t
 every persistent onion service (directory, address) and every permanent client credential (``_outcome``). The
 client authorization guide's ``lineinfile`` into torrc failed here (the credential gone after the restart).
 
+After a guide's blocks, ``ss -ltunp`` on each of its hosts: no daemon the collection's roles run or install listens on
+an address other than loopback (``COLLECTION_DAEMONS``; issue 42: Debian's Prometheus, installed by the metrics guide's
+play, listened on ``*:9090`` of the network the hosts share with this machine); row ``ss`` lists them.
+
 A block left marked skip has a reason no host here could run it (``NO_HOST_HERE``, checked). The
 table (guide, block, check, run, rerun changed, seconds) is printed at the end.
 """
@@ -64,6 +68,7 @@ import base64
 import concurrent.futures
 import hashlib
 import http.server
+import ipaddress
 import json
 import os
 import re
@@ -151,7 +156,7 @@ def run_playbook(text, work, name="playbook", check=False, extra_vars=None, extr
         "PYTHONDONTWRITEBYTECODE": "1",
     })
     env.update(extra_env or {})
-    cmd = [str(ansible_run.VENV_BIN / "ansible-playbook"), str(book)] + list(extra_args)
+    cmd = [ansible_run._tool("ansible-playbook"), str(book)] + list(extra_args)  # .venv/bin, else PATH
     if check:
         cmd.append("--check")
     if extra_vars:
@@ -500,12 +505,15 @@ def _run_guide(guide, named_hosts, work, password):
     for lock in locks:
         lock.acquire()
     try:
+        completed = True
         for block in run_order([b for b in BLOCKS if b.guide == guide]):
             if not _run_block(block, work, args, rows, problems, hosts):
+                completed = False
                 break
-        else:
-            if hosts and rows:
-                _site_then_restart(guide, work, inventory_dir, named_hosts, rows, problems)
+        if hosts and rows:
+            _check_listeners(guide, named_hosts, rows, problems)
+        if completed and hosts and rows:
+            _site_then_restart(guide, work, inventory_dir, named_hosts, rows, problems)
         problems += _controller_secrets(work)
     except Exception:  # a harness failure: report it with the guide
         problems.append("%s: %s" % (guide, traceback.format_exc()))
@@ -516,6 +524,56 @@ def _run_guide(guide, named_hosts, work, password):
             for lock in reversed(locks):
                 lock.release()
     return rows, problems
+
+
+# The daemons the collection's roles run or install (their names as ss shows them: 15 characters), which must
+# listen on loopback only unless a guide names another address (issue 42: Debian's prometheus listened on *:9090).
+COLLECTION_DAEMONS = ("tor", "prometheus", "prometheus-aler", "prometheus-node", "onionprobe", "onionbalance",
+                      "haproxy")
+
+
+def _listeners(host):
+    """[(process, local address)] of every TCP and UDP listener of a process of this host: ss run on the host sees
+    every socket of the network it shares with this machine, but names only the processes of its own PID
+    namespace, so a socket with a process is the host's."""
+    out = []
+    for line in host.ssh("ss -Hltunp").splitlines():
+        process = re.search(r'users:\(\("([^"]+)"', line)
+        if process:
+            out.append((process.group(1), line.split()[4]))
+    return out
+
+
+def _is_loopback(local):
+    address = re.sub(r"%[^:\]]*", "", local.rsplit(":", 1)[0]).strip("[]")  # 127.0.0.53%lo:53, [::1]:9090
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:  # * (every address)
+        return False
+
+
+def _check_listeners(guide, named_hosts, rows, problems):
+    """After the guide's blocks: no daemon of the collection listens on an address other than loopback."""
+    row = {"guide": guide, "block": "ss", "line": "-", "check": "-", "run": "-", "rerun": "-", "seconds": 0.0,
+           "note": ""}
+    rows.append(row)
+    t0 = time.monotonic()
+    try:
+        seen, exposed = [], []
+        for name, host in named_hosts.items():
+            for process, local in _listeners(host):
+                if process in COLLECTION_DAEMONS:
+                    seen.append("%s %s %s" % (name, process, local))
+                    if not _is_loopback(local):
+                        exposed.append("%s: %s on %s" % (name, process, local))
+        row["run"] = "failed" if exposed else "ok"
+        row["note"] = "listeners: %s" % ("; ".join(sorted(set(seen))) or "none")
+        if exposed:
+            problems.append("%s: the collection's daemons listen beyond loopback: %s" % (guide, "; ".join(exposed)))
+    except Exception:  # noqa: BLE001  (reading the listeners failed: said with the guide)
+        problems.append("%s: reading the hosts' listeners: %s" % (guide, traceback.format_exc()))
+    finally:
+        row["seconds"] = time.monotonic() - t0
 
 
 def _site_vars(guide):
