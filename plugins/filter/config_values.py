@@ -55,7 +55,7 @@ options:
 EXAMPLES = r"""
 - name: The variables written into the unit are one word each
   ansible.builtin.assert:
-    that: ({'my_user': my_user, 'my_binary': my_binary} | onionlab.tor.config_values('systemd')) is mapping
+    that: "({'my_user': my_user, 'my_binary': my_binary} | onionlab.tor.config_values('systemd')) is mapping"
 """
 
 RETURN = r"""

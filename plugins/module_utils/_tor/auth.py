@@ -225,8 +225,8 @@ def authenticate(sock, info, password=None, cookie_path=None, fallback=None):
                 "refusing to authenticate to the peer at %s: it offers %s, but %s was given and a tor that asks for "
                 "it never offers NULL (no authentication); expected %s%s. No AUTHENTICATE was sent: this may not be "
                 "your tor (a local user can listen on its port while tor restarts). If your tor really runs without "
-                "authentication, do not give %s" % (sock.where, offered, given, _expected(password, cookie_path),
-                                                     note, given))
+                "authentication, do not give %s"
+                % (sock.where, offered, given, _expected(password, cookie_path), note, given))
         _authenticate(sock, None)
         return "NULL"
     if password is not None and "HASHEDPASSWORD" in methods:

@@ -294,8 +294,8 @@ def metrics_text(state):
     family("onionlab_watchdog_backend_exposed", "gauge",
            "1: the service port's target also listens on a non-loopback address (a scan of the host finds the "
            "backend); 0: loopback or unix socket only. Fix: bind the backend to 127.0.0.1 or a unix socket.",
-           [(label(a, port=p), v) for a, r in services for p, v in sorted((r.get("exposed") or {}).items(),
-                                                                         key=lambda i: int(i[0]))])
+           [(label(a, port=p), v) for a, r in services
+            for p, v in sorted((r.get("exposed") or {}).items(), key=lambda i: int(i[0]))])
     return "\n".join(out) + "\n"
 
 
