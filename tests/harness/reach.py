@@ -75,11 +75,16 @@ class Watch:
         self.ctl.request('SETEVENTS', list(kinds))
         self.t0 = time.monotonic()
         self.seen = []      # (seconds, event text)
+        self.contents = []  # (seconds, [HS_DESC_CONTENT, address, descriptor id, hsdir], descriptor text)
 
     def poll(self):
         self.ctl.get_info('version')    # reads the events that came before its reply
         now = time.monotonic() - self.t0
-        self.seen.extend((now, event.lines[0].text) for event in self.ctl.events)
+        for event in self.ctl.events:
+            text = event.lines[0].text
+            self.seen.append((now, text))
+            if text.startswith('HS_DESC_CONTENT '):
+                self.contents.append((now, text.split(), event.lines[0].data or ''))
         del self.ctl.events[:]
         return self.seen
 
@@ -140,7 +145,7 @@ class Reach:
 
     def add_client(self, client):
         """Watch one more client tor (its HS_DESC and CIRC events from now); returns it for fetch(client=)."""
-        side = Watch(client, ['HS_DESC', 'CIRC'])
+        side = Watch(client, ['HS_DESC', 'HS_DESC_CONTENT', 'CIRC'])
         self.clients.append(side)
         return client
 
@@ -193,20 +198,40 @@ class Reach:
         period, ring, summary = client.view()
         if period is None:
             return None, summary, []
+        self.period_seconds = period.length * 60
         blinded = _onion.blinded_public_key(_onion.parse_onion_address(address), period.number, period.length)
         responsible = ring.responsible(blinded, summary['replicas'], summary['spread_store'])
         return period.number, _b64(blinded), sorted(_health._client_set(responsible, summary['spread_fetch']))
 
+    def _own_revision(self, sid, blinded):
+        """The revision of the descriptor the service's tor publishes now for that blinded key; None when it is not
+        watched or holds none for that key (its current one is for another period)."""
+        if self.service is None:
+            return None
+        key = 'hs/service/desc/id/' + sid
+        try:
+            revision, _lifetime, own = _health.outer_layer(self.service.ctl.get_info(key)[key])
+        except Exception:  # 551/552: none built yet
+            return None
+        return revision if own is not None and _b64(own) == blinded else None
+
     def _held(self, address, side, blinded, asked, probes):
-        """{(HSDir, blinded key)} of the HSDirs in asked that served the client a descriptor of address for that key
-        (HS_DESC RECEIVED of an HSFETCH the client sent them, again every 5 s until each answered): for a service
-        published before the watch began, whose uploads the service's events no longer show."""
+        """{(HSDir, blinded key)} of the HSDirs in asked whose last answer to the client (HS_DESC_CONTENT of an
+        HSFETCH it sent them, again every 5 s until each serves it) is the service's current descriptor for that key
+        (its revision, when the service's tor is watched): for a service published before the watch began, whose
+        uploads the service's events no longer show. An HSDir that still serves an older descriptor does not count:
+        tor's revision counter counts from the start of an SRV run, so after a reload or restart near a run's boundary
+        a service's new descriptor can carry a lower one, and every HSDir rejects it (HS_DESC FAILED
+        REASON=UPLOAD_REJECTED) until the next period's blinded key (seen in a soak: the client kept an older
+        descriptor it could not decrypt, 60 s of 0x01)."""
         sid = address[:-len('.onion')]
-        have = set()
-        for _t, text in side.poll():
-            words = text.split()
-            if len(words) >= 6 and words[:1] == ['HS_DESC'] and words[1] == 'RECEIVED' and words[2] == sid:
-                have.add((_fingerprint(words[4]), words[5]))
+        side.poll()
+        own = self._own_revision(sid, blinded)
+        last = {}
+        for _t, words, text in side.contents:
+            if len(words) >= 4 and words[1] == sid and words[2] == blinded:
+                last[_fingerprint(words[3])] = _health.outer_layer(text)[0]
+        have = {(f, blinded) for f, revision in last.items() if revision is not None and own in (None, revision)}
         now = time.monotonic()
         missing = ['$' + f for f in asked if (f, blinded) not in have and now - probes.get((f, blinded), -9) > 5]
         if missing:
@@ -214,12 +239,14 @@ class Reach:
             probes.update(((f[1:], blinded), now) for f in missing)
         return have
 
-    def wait_published(self, addresses, deadline=120.0, since=0.0, client=None):
+    def wait_published(self, addresses, deadline=None, since=0.0, client=None):
         """Until each service's descriptor for the client's current period is UPLOADED to every HSDir the client
         will ask (an upload begun at or after since, a mark()); {address: (seconds since this Reach opened,
-        period)}. The deadline counts from now: the caller has made the services already. since=None: the
-        service was published before this Reach began (its uploads unseen): the client asks those HSDirs itself
-        (HSFETCH) until each serves the descriptor."""
+        period)}. The deadline counts from now: the caller has made the services already; by default one time
+        period of the client's consensus and a minute (an upload the HSDirs reject is followed by the next
+        period's, under another blinded key). since=None: the service was published before this Reach began (its
+        uploads unseen): the client asks those HSDirs itself (HSFETCH) until each serves the descriptor the
+        service's tor holds now."""
         side = self._client(client)
         start = time.monotonic()
         out, probes = {}, {}
@@ -239,18 +266,20 @@ class Reach:
                     self.gates.append((address, out[address][0], period, len(asked)))
             if len(out) == len(addresses):
                 return out
-            if time.monotonic() - start > deadline:
+            limit = deadline if deadline is not None else getattr(self, 'period_seconds', 240) + 60
+            if time.monotonic() - start > limit:
                 raise AssertionError('not published to the HSDirs the client asks within %.0fs: %s\n%s'
-                                     % (deadline, sorted(set(addresses) - set(out)),
+                                     % (limit, sorted(set(addresses) - set(out)),
                                         self.report(next(a for a in addresses if a not in out), side)))
             time.sleep(0.5)
 
     # -- the fetch ------------------------------------------------------------------------------------
-    def fetch(self, address, port=80, path='/', deadline=60.0, interval=1.0, publish_deadline=120.0, expect=200,
-              since=0.0, client=None):
+    def fetch(self, address, port=80, path='/', deadline=60.0, interval=1.0, publish_deadline=None, expect=200,
+              since=0.0, client=None, socks_port=None):
         """(body, seconds from the gate to the answer) of an HTTP GET through the client once the service is
         published where the client looks; the deadline counts from that event, taken again if the client's period
-        changes meanwhile (at most twice). AssertionError with both sides' view otherwise."""
+        changes meanwhile (at most twice). AssertionError with both sides' view otherwise. socks_port: another
+        SocksPort of the client's (one with ExtendedErrors names tor's onion-service errors)."""
         side = self._client(client)
         errors = []
         for _ in range(3):
@@ -260,7 +289,9 @@ class Reach:
                 try:
                     # each attempt on circuits of its own (a SOCKS isolation): a circuit that stalls is not waited
                     # on again by the next attempt (the client's CIRC events in the report show it)
-                    status, body = socks5_http_get(side.tor.socks_port, address, port, path,
+                    if self.service is not None:
+                        self.service.poll()     # its events stamped when they come, not when a report reads them
+                    status, body = socks5_http_get(socks_port or side.tor.socks_port, address, port, path,
                                                    timeout=max(5.0, min(30.0, deadline - (time.monotonic() - t0))),
                                                    username='reach-%d-%d' % (id(self) % 10000, len(errors)))
                     if status == expect:
