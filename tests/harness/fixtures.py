@@ -160,7 +160,11 @@ SOCKS_ERRORS = {1: 'general failure', 2: 'not allowed', 3: 'network unreachable'
 
 
 class SocksError(OSError):
-    pass
+    """A SOCKS failure; .code is the proxy's reply code when it refused the connect (tor's 0xf0-0xf7 included)."""
+
+    def __init__(self, message, code=None):
+        OSError.__init__(self, message)
+        self.code = code
 
 
 def _recv_exact(sock, n):
@@ -196,7 +200,7 @@ def socks5_connect(socks_port, host, port, timeout=30.0, socks_host='127.0.0.1',
         if ver != 5:
             raise SocksError('not a SOCKS5 reply')
         if rep != 0:
-            raise SocksError('SOCKS connect failed: %s (0x%02x)' % (SOCKS_ERRORS.get(rep, 'unknown'), rep))
+            raise SocksError('SOCKS connect failed: %s (0x%02x)' % (SOCKS_ERRORS.get(rep, 'unknown'), rep), rep)
         if atyp == 1:
             _recv_exact(sock, 4 + 2)
         elif atyp == 4:

@@ -12,9 +12,7 @@ import pwd
 import re
 import shutil
 import signal
-import socket
 import stat
-import struct
 import sys
 import tempfile
 import time
@@ -27,7 +25,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_m
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from harness import privnet as pn
 from harness.ansible_run import run_playbook
-from harness.fixtures import SOCKS_ERRORS
+from harness.fixtures import SocksError, socks5_connect
 from harness.reach import Reach
 from harness.tap import ControlTap
 
@@ -41,49 +39,10 @@ def _say(msg):
     sys.stderr.write('\n[onionlab] %s\n' % msg)
 
 
-class Refused(OSError):
-    def __init__(self, code):
-        OSError.__init__(self, 'SOCKS connect failed: %s (0x%02x)' % (SOCKS_ERRORS.get(code, 'unknown'), code))
-        self.code = code
-
-
-def _recv(sock, n):
-    data = b''
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            raise OSError('SOCKS proxy closed the connection')
-        data += chunk
-    return data
-
-
 def socks_connect(socks_port, host, username=None, timeout=30.0):
     """A socket connected to host:80 through tor's SOCKS5 port; with username (RFC 1929, any
     password) tor puts the stream on circuits of its own (IsolateSOCKSAuth, on by default)."""
-    sock = socket.create_connection(('127.0.0.1', socks_port), timeout=timeout)
-    try:
-        if username is None:
-            sock.sendall(b'\x05\x01\x00')
-            if _recv(sock, 2) != b'\x05\x00':
-                raise OSError('SOCKS proxy refused the no-auth method')
-        else:
-            sock.sendall(b'\x05\x01\x02')
-            if _recv(sock, 2) != b'\x05\x02':
-                raise OSError('SOCKS proxy refused username/password')
-            user = username.encode()
-            sock.sendall(b'\x01' + struct.pack('B', len(user)) + user + b'\x01x')
-            if _recv(sock, 2)[1] != 0:
-                raise OSError('SOCKS proxy refused the username')
-        name = host.encode('ascii')
-        sock.sendall(b'\x05\x01\x00\x03' + struct.pack('B', len(name)) + name + struct.pack('>H', 80))
-        _ver, rep, _rsv, atyp = _recv(sock, 4)
-        if rep != 0:
-            raise Refused(rep)
-        _recv(sock, {1: 6, 4: 18}.get(atyp) or _recv(sock, 1)[0] + 2)
-        return sock
-    except BaseException:
-        sock.close()
-        raise
+    return socks5_connect(socks_port, host, 80, timeout, username=username)
 
 
 def http_request(sock, host):
@@ -114,7 +73,7 @@ def refusal(socks_port, address, token, username=None, deadline=REFUSAL_DEADLINE
     while True:
         try:
             status, body = http_get(socks_port, address, username, timeout=max(3.0, deadline - (time.monotonic() - t0)))
-        except Refused as exc:
+        except SocksError as exc:     # .code: tor's reply code of a refused connect
             if exc.code == MISSING_CLIENT_AUTH:
                 return exc.code, time.monotonic() - t0
         except OSError:
