@@ -317,6 +317,16 @@ class Reach:
         raise AssertionError('the client\'s time period changed 3 times while fetching %s: %s\n%s'
                              % (address, '; '.join(errors[-8:]), self.report(address, side)))
 
+    def received(self, address, client=None):
+        """The last descriptor of address an HSDir served the client (its HS_DESC_CONTENT): the one its fetch used.
+        Not GETINFO hs/client/desc/id: tor looks that up under the blinded key of the client's period now, so it
+        answers nothing once the period has changed since the fetch (seen in a soak: 'holds no descriptor')."""
+        side = self._client(client)
+        side.poll()
+        sid = address[:-len('.onion')]
+        texts = [text for _t, words, text in side.contents if len(words) >= 2 and words[1] == sid and text]
+        return texts[-1] if texts else None
+
     # -- what both sides saw ---------------------------------------------------------------------------
     def report(self, address, client=None):
         """What the service's tor and the client's saw of address (the first client's by default)."""

@@ -188,7 +188,7 @@ def _pow_on_rate_off(onion, client, reach, late, late_reach, path, http_backend,
     # the new client reaches it, and the descriptor it fetched says PoW
     body, timings['first fetch'] = reach.fetch(address, deadline=FETCH_DEADLINE)
     assert body == http_backend.token
-    fetched = _descriptor(client, service_id, 'client')
+    fetched = reach.received(address)
     assert fetched, 'the client tor holds no descriptor of %s after fetching it' % address
     fetched_inner = _inner(fetched, address)
     params = _pow_params(fetched_inner)
@@ -243,7 +243,7 @@ def _pow_on_rate_off(onion, client, reach, late, late_reach, path, http_backend,
     timings['uploaded without pow'] = time.monotonic() - t0
     body, timings['fetch without pow'] = late_reach.fetch(address, deadline=FETCH_DEADLINE, since=since)
     assert body == http_backend.token
-    late_inner = _inner(_descriptor(late, service_id, 'client'), address)
+    late_inner = _inner(late_reach.received(address), address)
     assert _pow_params(late_inner) is None, late_inner
     _say('a new client fetched the descriptor without pow-params and was served')
 
@@ -281,7 +281,7 @@ def test_ephemeral_pow_in_the_descriptor(privnet, http_backend, tmp_path):
         for name in ('pow', 'plain'):
             body, took = reach.fetch(made[name], deadline=FETCH_DEADLINE)
             assert body == http_backend.token
-            fetched = _descriptor(client, sids[name], 'client')
+            fetched = reach.received(made[name])
             assert fetched, name
             params = _pow_params(_inner(fetched, made[name]))
             assert bool(params) == (name == 'pow'), (name, params)
