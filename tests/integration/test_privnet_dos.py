@@ -6,7 +6,8 @@ runs, proved from outside the module.
 * Proof of work is in the descriptor: rend-spec's ``pow-params v1 <seed> <suggested effort>
   <expiration>`` line of the encrypted inner layer. The test decrypts the descriptor as a client
   does (Stem, with the onion address), once from the client tor that fetched the service
-  (``GETINFO hs/client/desc/id/<id>``) and from the service's tor (``hs/service/desc/id/<id>``).
+  (the ``HS_DESC_CONTENT`` event of its fetch, ``harness.reach``) and from the service's tor
+  (``hs/service/desc/id/<id>``).
 * The queue rate and burst are not in the descriptor (pow-params has type, seed, effort and
   expiration only): they are proved by tor's own config (``GETCONF HiddenServiceOptions``), and
   PoW on/off by the line appearing in / leaving a newly published descriptor.
