@@ -337,8 +337,13 @@ def test_role_rebuilds_frontend_from_escrow(balanced, tmp_path):
         assert st['balancer'].running(), 'onionbalance exited\n' + _diagnose(st)
         time.sleep(1)
     published = time.monotonic() - t0
+    # The HSDirs may refuse the rebuilt frontend's descriptor (HS_DESC FAILED REASON=UPLOAD_REJECTED: its revision
+    # counter below the old frontend's for the same blinded key) and serve the old one until the next time period's
+    # key (24 votes); a run here once held the old one for 203 s. So the wait is one period and a minute at least.
+    period = 24 * st['net'].voting_interval
     try:
-        fetched, fetches = ob.until_live_descriptor(st['net'], st['frontend'], st['backends'], DEADLINE, front=front)
+        fetched, fetches = ob.until_live_descriptor(st['net'], st['frontend'], st['backends'],
+                                                    max(DEADLINE, period + 60), front=front)
     finally:
         front.close()
     first_ok, failures, pages = _until_steady(st, {'b0', 'b1', 'b2'}, t0)
