@@ -112,10 +112,6 @@ class Watch:
             pass
 
 
-def _fingerprint(word):
-    return _health._fingerprint(word)
-
-
 def _b64(key):
     return base64.b64encode(key).decode().rstrip('=')
 
@@ -142,6 +138,7 @@ class Reach:
             self.close()
             raise
         self.gates = []     # (address, seconds since opened, period number, HSDirs asked)
+        self.period_seconds = None  # the length of the client's time period, once its consensus was read
 
     def add_client(self, client):
         """Watch one more client tor (its HS_DESC and CIRC events from now); returns it for fetch(client=)."""
@@ -183,7 +180,7 @@ class Reach:
             words = text.split()
             if len(words) < 5 or words[0] != 'HS_DESC' or words[2] != sid:
                 continue
-            fingerprint = _fingerprint(words[4])
+            fingerprint = _health._fingerprint(words[4])
             if words[1] == 'UPLOAD' and len(words) >= 6:
                 pending.setdefault(fingerprint, []).append((t >= since, words[5]))
             elif words[1] in ('UPLOADED', 'FAILED') and pending.get(fingerprint):
@@ -230,7 +227,7 @@ class Reach:
         last = {}
         for _t, words, text in side.contents:
             if len(words) >= 4 and words[1] == sid and words[2] == blinded:
-                last[_fingerprint(words[3])] = _health.outer_layer(text)[0]
+                last[_health._fingerprint(words[3])] = _health.outer_layer(text)[0]
         have = {(f, blinded) for f, revision in last.items() if revision is not None and own in (None, revision)}
         now = time.monotonic()
         missing = ['$' + f for f in asked if (f, blinded) not in have and now - probes.get((f, blinded), -9) > 5]
@@ -266,7 +263,7 @@ class Reach:
                     self.gates.append((address, out[address][0], period, len(asked)))
             if len(out) == len(addresses):
                 return out
-            limit = deadline if deadline is not None else getattr(self, 'period_seconds', 240) + 60
+            limit = deadline if deadline is not None else (self.period_seconds or 240) + 60
             if time.monotonic() - start > limit:
                 raise AssertionError('not published to the HSDirs the client asks within %.0fs: %s\n%s'
                                      % (limit, sorted(set(addresses) - set(out)),
