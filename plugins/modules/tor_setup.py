@@ -71,8 +71,10 @@ options:
   torrc_values:
     description:
       - The role's variables that O(torrc) writes as values (C(tor_control_port), C(tor_control_socket),
-        C(tor_socks_port), C(tor_config_dir), C(tor_metrics_port), C(tor_metrics_port_policy)), name to value,
-        for the check only (O(torrc) holds them).
+        C(tor_socks_port), C(tor_config_dir), C(tor_metrics_port), C(tor_metrics_port_policy),
+        C(tor_cookie_authentication)), name to value, for the check only (O(torrc) holds them).
+      - C(tor_cookie_authentication) must be a boolean (V(true), V(false), or the strings C(yes), C(no), C(on), C(off),
+        C(1), C(0), C(true), C(false) in any case, as Ansible's C(bool) filter reads them); another value is refused.
       - Each must stay one value on its line as tor reads it; a path or port one word. One that holds a newline,
         a carriage return, a NUL or another control character, ends with a backslash, or holds a C(#) (where tor's
         comment begins) or, in a word, a blank or a quote, is refused, naming the variable, before anything is

@@ -36,9 +36,12 @@ _ITEMS_RE = re.compile(r'^HiddenServiceDir .*(?:\nHiddenService(?!Dir |%s)\S* .*
                        re.MULTILINE)
 # the tor role's variables that torrc.j2 writes as values, each checked by line_problem (config_value's kinds):
 # a single word where tor splits the value into words or reads a path; a value where it takes flags after it.
-# tor_options and tor_config_lines are checked apart; tor_cookie_authentication is written as 1 or 0.
+# tor_options and tor_config_lines are checked apart. A 'bool' (tor_cookie_authentication) is written as 1 or 0:
+# it must be a boolean as Ansible's bool filter reads one (BOOL_WORDS; the string "false" is false), else refused.
 ROLE_VALUES = {'tor_control_port': 'word', 'tor_control_socket': 'word', 'tor_socks_port': 'value',
-               'tor_config_dir': 'word', 'tor_metrics_port': 'value', 'tor_metrics_port_policy': 'value'}
+               'tor_config_dir': 'word', 'tor_metrics_port': 'value', 'tor_metrics_port_policy': 'value',
+               'tor_cookie_authentication': 'bool'}
+BOOL_WORDS = {'true': True, 'yes': True, 'on': True, '1': True, 'false': False, 'no': False, 'off': False, '0': False}
 _MARKER_RE = re.compile(r'^# Written by the onionlab\.tor\.tor role', re.MULTILINE)
 
 
@@ -156,6 +159,18 @@ def _template_lines(options, config_lines):
     return out
 
 
+def role_bool(value):
+    """A role's boolean as torrc.j2 reads it (Ansible's bool filter's words, any case; True, False, 1, 0), or None
+    when value is none of them."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        return BOOL_WORDS.get(value.lower())
+    return None
+
+
 def line_problem(options, config_lines, values=None):
     """The refusal message when a tor role variable that torrc.j2 writes would not stay, in the torrc, what it
     says (config_value's one check, as tor reads the file), naming each; else None. values: the ROLE_VALUES
@@ -167,7 +182,14 @@ def line_problem(options, config_lines, values=None):
     def shown(text):
         return config_value.shown(text) if hide_secrets(text) == text else '(it holds a secret option: not shown)'
 
-    problems = config_value.problems(values or {}, 'torrc', ROLE_VALUES, 'value')
+    values = dict(values or {})
+    problems = []
+    for name in sorted(n for n in values if ROLE_VALUES.get(n) == 'bool'):
+        value = values.pop(name)
+        if role_bool(value) is None:
+            problems.append('%s: the value %s is not a boolean (true or false; yes, no, on, off, 1 or 0)'
+                            % (name, config_value.shown(value)))
+    problems += config_value.problems(values, 'torrc', ROLE_VALUES, 'value')
     for key, value in (options or {}).items():
         name = str(key)
         if not _OPTION_NAME_RE.match(name):

@@ -112,7 +112,7 @@ TOR_VARIABLES = {
     "tor_options value": {"quoted whole", "blank", "percent", "long"},
     "tor_options name": {"long"},  # letters, digits and _ (tor refuses an unknown option)
     "tor_config_lines": {"hash", "quoted whole", "quotes", "hash in a word", "blank", "percent", "long"},
-    "tor_cookie_authentication": set(HOSTILE),  # written as 1 or 0 whatever it holds
+    "tor_cookie_authentication": set(),  # a boolean (true/false, yes/no, on/off, 1/0), written as 1 or 0
     "ansible_managed": set(HOSTILE),  # a comment line: control characters folded (tor stops reading at a NUL)
 }
 TOR_CASES = [(variable, hostile) for variable in TOR_VARIABLES for hostile in HOSTILE]
@@ -148,8 +148,8 @@ def test_the_role_passes_every_variable_that_torrc_j2_writes():
     text = (ROLES / "tor" / "templates" / "torrc.j2").read_text()
     used = set(re.findall(r"\b(tor_[a-z_]+)\b", text)) - {"tor_metrics_lines"}
     checked = set(SETUP["torrc_values"]) | {"tor_options", "tor_config_lines"}
-    # written as 1 or 0, or only as arguments of the filter tor_metrics_lines (which checks them)
-    safe = {"tor_cookie_authentication", "tor_metrics_port_allow_everyone"}
+    # only an argument of the filter tor_metrics_lines (which checks it)
+    safe = {"tor_metrics_port_allow_everyone"}
     assert used - checked - safe == set()
     assert set(SETUP["torrc_values"]) == set(torrc.ROLE_VALUES)
 
@@ -178,7 +178,7 @@ def test_tor_role_hostile_value_refused_or_meaning_kept(tor_rendered, variable, 
     if variable == "tor_config_lines":
         i = [e[2] for e in base].index(MARKER)
         expected = [e[2:] for e in base[:i]] + [e[2:] for e in torrc.parse(value)] + [e[2:] for e in base[i + 1:]]
-    elif variable in ("tor_cookie_authentication", "ansible_managed"):
+    elif variable == "ansible_managed":
         expected = [e[2:] for e in torrc.parse(tor_rendered[(None, None)][0]["text"])]
     else:
         read = torrc._unquote(value)[0] if value.startswith('"') else value
@@ -187,6 +187,30 @@ def test_tor_role_hostile_value_refused_or_meaning_kept(tor_rendered, variable, 
     if variable == "tor_options name":  # the template sorts the options by name: compare the lines as a set
         got, expected = sorted(got), sorted(expected)
     assert got == expected
+
+
+BOOLEANS = [(True, "1"), (False, "0"), ("false", "0"), ("False", "0"), ("no", "0"), ("off", "0"), ("0", "0"), (0, "0"),
+            ("true", "1"), ("Yes", "1"), ("on", "1"), ("1", "1"), (1, "1")]
+
+
+def test_tor_cookie_authentication_is_read_as_a_boolean():
+    """The string "false" (a quoted YAML value, an extra var -e tor_cookie_authentication=false) means false: it
+    rendered CookieAuthentication 1 before. Each of the bool filter's words is read as it says; another value
+    ("maybe", "") is refused naming the variable, before anything is changed."""
+    cases = BOOLEANS + [("maybe", None), ("", None), ("2", None), (2, None), (None, None)]
+    jobs = []
+    for value, _ in cases:
+        jobs += tor_jobs(dict(TOR_BASE, tor_cookie_authentication=value))
+    results = render(jobs)
+    for i, (value, written) in enumerate(cases):
+        rendered, args = results[2 * i], results[2 * i + 1]
+        said = tor_refusal(args["value"])
+        if written is None:
+            assert said and "tor_cookie_authentication: the value " in said and "is not a boolean" in said, (value, said)
+            continue
+        assert said is None, (value, said)
+        lines = [line for line in rendered["text"].split("\n") if line.startswith("CookieAuthentication")]
+        assert lines == ["CookieAuthentication " + written], (value, lines)
 
 
 @pytest.mark.skipif(not os.path.exists(TOR), reason="needs tor")

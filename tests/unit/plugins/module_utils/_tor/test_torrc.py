@@ -236,6 +236,21 @@ def test_every_role_variable_in_the_torrc_is_one_value(values, options, said):
     assert msg and msg.startswith(PREFIX) and said in msg and msg.endswith(" (nothing was changed)."), msg
 
 
+@pytest.mark.parametrize("value, expected", [
+    (True, True), (False, False), ("false", False), ("FALSE", False), ("no", False), ("off", False), ("0", False),
+    (0, False), ("true", True), ("Yes", True), ("on", True), ("1", True), (1, True),
+    ("maybe", None), ("", None), ("2", None), (2, None), (None, None), ("false\nControlPort 9052", None), (["1"], None)])
+def test_tor_cookie_authentication_is_a_boolean(value, expected):
+    """The string "false" is false (torrc.j2 wrote CookieAuthentication 1 for it); what is no boolean is refused."""
+    assert torrc.role_bool(value) is expected
+    msg = torrc.line_problem({}, [], {"tor_cookie_authentication": value})
+    if expected is None:
+        assert msg and msg.startswith(PREFIX) and "tor_cookie_authentication: the value " in msg
+        assert "is not a boolean (true or false; yes, no, on, off, 1 or 0)" in msg and "\n" not in msg, msg
+    else:
+        assert msg is None
+
+
 def test_role_values_pass_as_the_role_sets_them():
     values = {"tor_control_port": 9051, "tor_control_socket": "/run/tor/control", "tor_socks_port": "9050 IsolateDestAddr",
               "tor_config_dir": "/etc/tor/torrc.d", "tor_metrics_port": "[fd00::5]:9035", "tor_cookie_authentication": True,
