@@ -49,6 +49,12 @@ options:
       - Required to use plain C(COOKIE) authentication with a peer that does not offer C(SAFECOOKIE); that method
         sends the cookie's bytes to the peer, so the module does not read a file the peer names for it.
       - When given, a peer that offers no authentication (C(NULL)) is refused before anything is sent.
+      - When omitted, the C(COOKIEFILE) that the peer names is used for C(SAFECOOKIE) only when it looks like tor's
+        cookie - an absolute path to a regular file of 32 bytes that belongs to root, the module's user or tor's user
+        (C(debian-tor), C(toranon), C(tor) or C(_tor)) and that no one else may read or write (tor writes it 0600, or
+        0640 with C(CookieAuthFileGroupReadable)). A peer that is not tor could name a file whose content it knows and
+        so pass C(SAFECOOKIE)'s proof; any other file is refused before anything is sent, unread. Set this option for
+        a tor that runs as another user.
     type: path
   timeout:
     description:

@@ -11,6 +11,13 @@ local user who bound it while tor restarts. So the order is (issue 42):
 1. SAFECOOKIE whenever it is offered and a cookie is readable (cookie_path, else the COOKIEFILE the
    peer names): the server proves it knows the cookie before we reveal anything, so a password given
    alongside is not sent. A peer that fails the proof is refused (the password is not tried after it).
+   The proof is worth what the cookie's secrecy is worth: a peer that is not tor could name a file whose
+   content it knows (one it wrote, one everyone may read), pass the proof and get the commands and keys
+   that follow. So a COOKIEFILE the user did not name is used only when it looks like tor's cookie
+   (named_cookie_problem): an absolute path to a regular file of 32 bytes, owned by root, this user or
+   tor's user (TOR_USERS), that nobody else may read or write (tor makes it 0600, 0640 with
+   CookieAuthFileGroupReadable). Any other file is a refusal before any AUTHENTICATE (its content is never
+   read: a FIFO or a device the peer names is not opened either).
 2. NULL (tor asks for nothing) only when the user gave no credentials: a user who gave
    control_password or cookie_path expects a tor that asks for them, and a tor that does never
    offers NULL, so such a peer is refused before any AUTHENTICATE (with credentials, a peer that
@@ -18,7 +25,9 @@ local user who bound it while tor restarts. So the order is (issue 42):
 3. HASHEDPASSWORD with the password given (the password goes to a peer that proved nothing: tor's
    password authentication has no proof).
 4. COOKIE (plain: the cookie's bytes go to the peer) only with a cookie_path the user gave, never a
-   file the peer names.
+   file the peer names, however tor-like: sent to a peer that is not tor, tor's own cookie would let it
+   control tor later (every tor since 0.2.3.13 offers SAFECOOKIE beside COOKIE; control-spec 3.5: plain
+   COOKIE lets a peer that claims to be tor read any 32-byte file the controller can read).
 
 When the address is only connect()'s fallback (127.0.0.1:9051 because the Debian socket is missing:
 `fallback` says why), the peer must prove itself with SAFECOOKIE: NULL, a password or a plain cookie
@@ -33,9 +42,11 @@ never appear in an error message.
 from __future__ import annotations
 
 import binascii
+import errno
 import hashlib
 import hmac
 import os
+import stat
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import advice as _advice
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import (
@@ -54,6 +65,8 @@ COOKIE_LENGTH = 32
 NONCE_LENGTH = 32
 SERVER_HASH_KEY = b"Tor safe cookie authentication server-to-controller hash"
 CLIENT_HASH_KEY = b"Tor safe cookie authentication controller-to-server hash"
+# the user tor runs as: Debian and Ubuntu, Fedora and RHEL (EPEL), Arch, Alpine and Gentoo, the BSDs
+TOR_USERS = ("debian-tor", "toranon", "tor", "_tor")
 
 
 class ProtocolInfo(object):
@@ -102,17 +115,103 @@ def protocolinfo(sock):
     return parse_protocolinfo(sock.request(format_command("PROTOCOLINFO", ["1"])))
 
 
-def read_cookie(path):
-    """The 32-byte authentication cookie; a clear error when it is missing or wrong."""
+class UntrustedCookieFile(AuthenticationFailed):
+    """The cookie file the peer named is not one that only tor (and we) can know: nothing is sent."""
+
+
+def tor_uids():
+    """The uids a cookie of tor's may belong to: root, this process's user, tor's user where it exists."""
+    uids = set([0, os.geteuid()])
     try:
-        with open(path, "rb") as handle:
-            cookie = handle.read(COOKIE_LENGTH + 1)
+        import pwd
+    except ImportError:   # pragma: no cover (not a POSIX host)
+        return uids
+    for name in TOR_USERS:
+        try:
+            uids.add(pwd.getpwnam(name).pw_uid)
+        except KeyError:
+            pass
+    return uids
+
+
+def named_cookie_problem(path, st, uids):
+    """Why a COOKIEFILE the peer named (path; st: its stat) cannot be tor's cookie, which only tor and the users
+    it lets read it know; None when it can. uids: tor_uids(). st is not looked at for a relative path."""
+    if not os.path.isabs(path):
+        return "is not an absolute path (tor names its cookie by one)"
+    if not stat.S_ISREG(st.st_mode):
+        return "is not a regular file but %s" % _kind(st.st_mode)
+    if st.st_size != COOKIE_LENGTH:
+        return "is not %d bytes long" % COOKIE_LENGTH
+    if st.st_uid not in uids:
+        return ("belongs to uid %d, which is neither root, this user nor tor's user (%s): its owner may know "
+                "its content" % (st.st_uid, ", ".join(TOR_USERS)))
+    if st.st_mode & (stat.S_IROTH | stat.S_IWOTH | stat.S_IWGRP):
+        return ("may be %s by others (mode %04o; tor makes its cookie 0600, or 0640 with "
+                "CookieAuthFileGroupReadable): anyone may know its content"
+                % ("read" if st.st_mode & stat.S_IROTH else "written", stat.S_IMODE(st.st_mode)))
+    return None
+
+
+def _kind(mode):
+    for test, said in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return said
+    return "no regular file"
+
+
+def _untrusted(where, path, problem):
+    return UntrustedCookieFile(
+        "refusing to authenticate to the peer at %s: it names %s as its cookie file for SAFECOOKIE (PROTOCOLINFO's "
+        "COOKIEFILE; no cookie_path was given), and %s %s. A peer that is not tor (a local user who holds the port "
+        "while tor restarts) can name a file whose content it knows, pass SAFECOOKIE's proof and get the commands and "
+        "keys that follow. No AUTHENTICATE was sent and the file was not read. If it is your tor's cookie, set "
+        "cookie_path to it" % (where, path, path, problem))
+
+
+def _cannot_read(path, exc):
+    reason = getattr(exc, "strerror", None) or exc
+    number = getattr(exc, "errno", None)
+    return AuthenticationFailed("cannot read tor's authentication cookie %s: %s; %s"
+                                % (path, reason, _advice.for_errno(number, path) if number in
+                                   _advice.PERMISSION_ERRNOS else "set cookie_path to tor's cookie file"))
+
+
+def read_cookie(path, named_by=None):
+    """The 32-byte authentication cookie; a clear error when it is missing or wrong. A FIFO or a device is not
+    read (nor opened, unless swapped in between: then the open does not wait and nothing is read).
+
+    named_by: where the peer that named path is (PROTOCOLINFO's COOKIEFILE, the user gave no cookie_path):
+    then the file must also pass named_cookie_problem, else UntrustedCookieFile, its content unread."""
+    if named_by is not None and not os.path.isabs(path):
+        raise _untrusted(named_by, path, named_cookie_problem(path, None, ()))
+    try:
+        before = os.stat(path)
+        if stat.S_ISREG(before.st_mode):
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+        else:
+            fd = None
     except (OSError, ValueError) as exc:   # ValueError: a path with a NUL byte
-        reason = getattr(exc, "strerror", None) or exc
-        number = getattr(exc, "errno", None)
-        raise AuthenticationFailed("cannot read tor's authentication cookie %s: %s; %s"
-                                   % (path, reason, _advice.for_errno(number, path) if number in
-                                      _advice.PERMISSION_ERRNOS else "set cookie_path to tor's cookie file"))
+        raise _cannot_read(path, exc)
+    try:
+        st = os.fstat(fd) if fd is not None else before
+        if fd is not None and (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino):
+            raise _cannot_read(path, OSError(errno.EAGAIN, "the file changed while it was opened"))
+        if named_by is not None:
+            problem = named_cookie_problem(path, st, tor_uids())
+            if problem:
+                raise _untrusted(named_by, path, problem)
+        if not stat.S_ISREG(st.st_mode):
+            raise AuthenticationFailed("cannot read tor's authentication cookie %s: it is not a regular file but %s; "
+                                       "set cookie_path to tor's cookie file" % (path, _kind(st.st_mode)))
+        try:
+            cookie = os.read(fd, COOKIE_LENGTH + 1)
+        except OSError as exc:
+            raise _cannot_read(path, exc)
+    finally:
+        if fd is not None:
+            os.close(fd)
     if len(cookie) != COOKIE_LENGTH:
         raise AuthenticationFailed("authentication cookie %s is not %d bytes long; it is not a tor cookie"
                                    % (path, COOKIE_LENGTH))
@@ -200,7 +299,10 @@ def authenticate(sock, info, password=None, cookie_path=None, fallback=None):
                                                   "set cookie_path" % offered)
         else:
             try:
-                cookie = read_cookie(path)
+                cookie = read_cookie(path, named_by=None if cookie_path else sock.where)
+            except UntrustedCookieFile:
+                sock.close()
+                raise
             except AuthenticationFailed as exc:
                 cookie_problem = exc
             else:

@@ -136,8 +136,10 @@ def challenge_reply(cookie=COOKIE, server_nonce=SERVER_NONCE, tamper=False):
 
 @pytest.fixture
 def cookie_file(tmp_path):
+    """A cookie as tor writes it: 32 bytes, mode 0600, this user's (the tests' tors run as this user)."""
     path = tmp_path / "control_auth_cookie"
     path.write_bytes(COOKIE)
+    path.chmod(0o600)
     return path
 
 
@@ -273,6 +275,7 @@ def test_cookiefile_with_escapes(tmp_path):
     directory = tmp_path / 'caf\u00e9 "dir"\\x'
     directory.mkdir()
     (directory / "cookie").write_bytes(COOKIE)
+    (directory / "cookie").chmod(0o600)
     escaped = str(tmp_path).encode() + b'/caf\\303\\251 \\"dir\\"\\\\x/cookie'
     controller, fake = run([(b"PROTOCOLINFO", protocolinfo(b"COOKIE,SAFECOOKIE", b'"' + escaped + b'"')),
                             (b"AUTHCHALLENGE", challenge_reply()),
@@ -289,12 +292,19 @@ def test_cookie_path_overrides_cookiefile(cookie_file):
 
 
 @pytest.mark.parametrize("length", [0, 16, 31, 33, 64])
-def test_cookie_file_wrong_length(tmp_path, length):
+@pytest.mark.parametrize("where", ["cookie_path", "COOKIEFILE"])
+def test_cookie_file_wrong_length(tmp_path, length, where):
     path = tmp_path / "cookie"
     path.write_bytes(os.urandom(length))
-    text, received = expect_failure([(b"PROTOCOLINFO", protocolinfo(b"COOKIE,SAFECOOKIE",
-                                                                    b'"%s"' % str(path).encode()))])
-    assert text == "authentication cookie %s is not 32 bytes long; it is not a tor cookie" % path
+    path.chmod(0o600)
+    named = b'"%s"' % str(path).encode()
+    if where == "cookie_path":
+        text, received = expect_failure([(b"PROTOCOLINFO", protocolinfo(b"COOKIE,SAFECOOKIE", b'"/elsewhere"'))],
+                                        cookie_path=str(path))
+        assert text == "authentication cookie %s is not 32 bytes long; it is not a tor cookie" % path
+    else:
+        text, received = expect_failure([(b"PROTOCOLINFO", protocolinfo(b"COOKIE,SAFECOOKIE", named))])
+        assert " and %s is not 32 bytes long. " % path in text and "No AUTHENTICATE was sent" in text, text
     assert received == [b"PROTOCOLINFO 1"]
 
 
@@ -307,7 +317,8 @@ def test_cookie_file_missing(tmp_path):
     assert received == [b"PROTOCOLINFO 1"]
 
 
-@pytest.mark.parametrize("name, reason", [("dir-not-file", "Is a directory"), ("nul\x00byte", "embedded null")])
+@pytest.mark.parametrize("name, reason", [("dir-not-file", "not a regular file but a directory"),
+                                          ("nul\x00byte", "embedded null")])
 def test_cookie_path_unreadable(tmp_path, name, reason):
     path = tmp_path / "dir-not-file"
     path.mkdir()
@@ -618,3 +629,133 @@ def test_the_watchdog_refuses_null_when_given_a_cookie(cookie_file, tmp_path):
     assert "tor=unreachable" in out.getvalue() and "refusing to authenticate" in out.getvalue()
     assert fake.received == [b"PROTOCOLINFO 1"]
     assert_no_secret(fake, out.getvalue())
+
+
+# -- the cookie file the peer names (issue 42) ------------------------------------------------
+# With no cookie_path, SAFECOOKIE reads PROTOCOLINFO's COOKIEFILE: the peer names it. Its proof (the server hash)
+# shows only that the peer knows that file's content, so a peer that is not tor names a file it knows (one it
+# wrote, one anybody may read) and passes. Such a file is refused before AUTHCHALLENGE: its content is never read,
+# nothing derived from it is sent, no password follows. A fake that knows the file answers the challenge right, so
+# each test would see AUTHENTICATE (and the commands after it) if the client went on.
+
+KNOWN = b"0123456789abcdef0123456789ABCDEF"  # 32 bytes the peer wrote, or can read
+
+
+def known_file(tmp_path, mode, name="cookie"):
+    path = tmp_path / name
+    path.write_bytes(KNOWN)
+    path.chmod(mode)
+    return path
+
+
+def knowing_fake(path, methods=b"SAFECOOKIE"):
+    """A peer that names path and knows its content: it passes SAFECOOKIE's proof."""
+    return [(b"PROTOCOLINFO", protocolinfo(methods, b'"%s"' % str(path).encode())),
+            (b"AUTHCHALLENGE", challenge_reply(cookie=KNOWN)), (b"AUTHENTICATE", OK), (b"GETINFO", OK)]
+
+
+def assert_nothing_sent(fake, text):
+    assert fake.received == [b"PROTOCOLINFO 1"], fake.received
+    for leak in (KNOWN, binascii.hexlify(KNOWN), SECRET.encode()):
+        assert leak not in fake.raw
+    assert "No AUTHENTICATE was sent and the file was not read. If it is your tor's cookie, set cookie_path" in text
+    assert KNOWN.decode() not in text and SECRET not in text
+
+
+@pytest.mark.parametrize("mode, said", [
+    (0o644, "may be read by others (mode 0644;"),
+    (0o604, "may be read by others (mode 0604;"),
+    (0o620, "may be written by others (mode 0620;"),
+    (0o602, "may be written by others (mode 0602;"),
+])
+@pytest.mark.parametrize("kwargs", [{}, {"password": SECRET}])
+@pytest.mark.parametrize("methods", [b"SAFECOOKIE", b"COOKIE,SAFECOOKIE,HASHEDPASSWORD", b"NULL,SAFECOOKIE"])
+def test_a_named_cookie_others_may_know_gets_nothing(tmp_path, mode, said, kwargs, methods):
+    """The 32-byte file anyone may read (a /etc file of the right length, one the peer wrote 0644) or write."""
+    path = known_file(tmp_path, mode)
+    result, fake = run(knowing_fake(path, methods), **kwargs)
+    assert isinstance(result, auth.UntrustedCookieFile), result
+    text = str(result)
+    assert text.startswith("refusing to authenticate to the peer at port 127.0.0.1:%d: it names %s as its cookie "
+                           "file for SAFECOOKIE (PROTOCOLINFO's COOKIEFILE; no cookie_path was given), and %s %s"
+                           % (fake.port, path, path, said)), text
+    assert_nothing_sent(fake, text)
+
+
+def test_a_named_cookie_of_another_user_gets_nothing(tmp_path, monkeypatch):
+    """A file the peer's own user wrote 0600: its owner is neither root, this user nor tor's user (here: this
+    test's user is taken for the peer's, as if the module ran as root and the peer as a local user)."""
+    path = known_file(tmp_path, 0o600)
+    monkeypatch.setattr(auth, "tor_uids", lambda: set([os.geteuid() + 4242]))
+    result, fake = run(knowing_fake(path), password=SECRET)
+    text = str(result)
+    assert isinstance(result, auth.UntrustedCookieFile) and "belongs to uid %d, which is neither root, this user nor " \
+        "tor's user (debian-tor, toranon, tor, _tor)" % os.geteuid() in text, text
+    assert_nothing_sent(fake, text)
+
+
+def test_a_named_cookie_at_the_fallback_address_gets_nothing(tmp_path, monkeypatch):
+    """The fallback (127.0.0.1:9051 when the Debian socket is missing) takes SAFECOOKIE only: a local user who
+    listens there and names a file it wrote passed that proof and got every command after it."""
+    path = known_file(tmp_path, 0o644)
+    result, fake = run(knowing_fake(path), fallback=(monkeypatch, tmp_path))
+    assert isinstance(result, auth.UntrustedCookieFile), result
+    assert_nothing_sent(fake, str(result))
+
+
+@pytest.mark.parametrize("make, said", [
+    (lambda tmp: os.mkfifo(str(tmp / "fifo")) or tmp / "fifo", "is not a regular file but a FIFO"),
+    (lambda tmp: (tmp / "d").mkdir() or tmp / "d", "is not a regular file but a directory"),
+    (lambda tmp: "/dev/zero", "is not a regular file but a character device"),
+    (lambda tmp: "relative/cookie", "is not an absolute path (tor names its cookie by one)"),
+])
+def test_a_named_cookie_that_is_no_file_is_not_opened(tmp_path, make, said):
+    """A FIFO would block the read (the module hangs until the timeout of its task), a device be read from."""
+    path = make(tmp_path)
+    result, fake = run(knowing_fake(path))
+    assert isinstance(result, auth.UntrustedCookieFile), result
+    assert " and %s %s. " % (path, said) in str(result), str(result)
+    assert_nothing_sent(fake, str(result))
+
+
+def test_a_fifo_as_cookie_path_is_not_opened(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(str(fifo))
+    text, received = expect_failure([(b"PROTOCOLINFO", protocolinfo(b"SAFECOOKIE", b'"/elsewhere"'))],
+                                    cookie_path=str(fifo))
+    assert text == ("cannot read tor's authentication cookie %s: it is not a regular file but a FIFO; set cookie_path "
+                    "to tor's cookie file" % fifo)
+    assert received == [b"PROTOCOLINFO 1"]
+
+
+@pytest.mark.parametrize("mode", [0o600, 0o640, 0o400])
+def test_a_named_cookie_as_tor_writes_it_is_used(tmp_path, mode):
+    """tor's cookie: 0600, or 0640 with CookieAuthFileGroupReadable, this user's (the tests' tors), root's or tor's
+    user's (debian-tor: the modules run as root; the watchdog too)."""
+    path = known_file(tmp_path, mode)
+    controller, fake = run(knowing_fake(path)[:3])
+    assert controller.auth_method == "SAFECOOKIE"
+
+
+@pytest.mark.parametrize("uid, mode, said", [
+    (0, 0o100600, None), (0, 0o100640, None), (107, 0o100640, None), (1000, 0o100600, "belongs to uid 1000"),
+    (0, 0o100644, "may be read by others"), (0, 0o100660, "may be written by others"),
+    (0, 0o010600, "is not a regular file but a FIFO"), (0, 0o020600, "is not a regular file but a character device"),
+])
+def test_named_cookie_problem(uid, mode, said):
+    st = os.stat_result((mode, 1, 1, 1, uid, 0, 32, 0, 0, 0))
+    problem = auth.named_cookie_problem("/run/tor/control.authcookie", st, set([0, 107]))
+    assert (problem is None) if said is None else (problem or "").startswith(said), problem
+    assert auth.named_cookie_problem("/run/tor/control.authcookie", os.stat_result(
+        (0o100600, 1, 1, 1, 0, 0, 33, 0, 0, 0)), set([0])) == "is not 32 bytes long"
+
+
+@pytest.mark.parametrize("methods", [b"COOKIE", b"COOKIE,HASHEDPASSWORD"])
+def test_plain_cookie_never_sends_a_named_file_however_tor_like(tmp_path, methods):
+    """Plain COOKIE sends the file's bytes: a tor-like file the peer names (tor's own cookie, readable by the module)
+    would give the peer control of tor. Only a cookie_path the user gave is sent."""
+    path = known_file(tmp_path, 0o600)
+    text, received = expect_failure([(b"PROTOCOLINFO", protocolinfo(methods, b'"%s"' % str(path).encode())),
+                                     (b"AUTHENTICATE", OK)])
+    assert "offers only plain COOKIE authentication" in text or "requires a password" in text, text
+    assert received == [b"PROTOCOLINFO 1"]
