@@ -24,6 +24,8 @@ description:
     (C(;) too in a systemd unit), where the reader splits, quotes or escapes.
   - A list value is checked item by item (named C(NAME[i])), a dict value entry by entry (C(NAME.KEY)); V(null) is
     written as nothing and passes.
+  - The variables named in O(onions) must each name a v3 onion address (56 letters a-z and digits 2-7, with or
+    without C(.onion); its version and checksum are checked), refused in the same message otherwise.
   - The tor role's own torrc is checked this way by its action (P(onionlab.tor.tor_setup#module)), without this
     filter.
 options:
@@ -33,9 +35,9 @@ options:
     required: true
   file_format:
     description: The file they are written into (V(torrc), V(haproxy), V(systemd) unit, V(ini) read by Python's
-      configparser).
+      configparser, V(yaml) as JSON strings, for example C(prometheus.yml)).
     type: str
-    choices: [torrc, haproxy, systemd, ini]
+    choices: [torrc, haproxy, systemd, ini, yaml]
     required: true
   values:
     description: The variables written as the rest of a line (blanks allowed), not as one word.
@@ -44,6 +46,11 @@ options:
     default: []
   lines:
     description: The variables written as whole lines (a comment allowed).
+    type: list
+    elements: str
+    default: []
+  onions:
+    description: The variables that name a v3 onion address (V(null) passes, as nothing is written for it).
     type: list
     elements: str
     default: []
@@ -73,7 +80,7 @@ except ImportError:  # pragma: no cover (plain Python in unit tests)
         pass
 
 
-def config_values(variables, file_format, values=(), lines=(), role=None):
+def config_values(variables, file_format, values=(), lines=(), role=None, onions=()):
     if not isinstance(variables, dict):
         raise AnsibleFilterError('config_values takes a dict of variables, got %s' % type(variables).__name__)
     if file_format not in config_value.FORMATS:
@@ -81,10 +88,20 @@ def config_values(variables, file_format, values=(), lines=(), role=None):
                                  % (', '.join(sorted(config_value.FORMATS)), file_format))
     kinds = dict([(name, 'value') for name in values or ()] + [(name, 'line') for name in lines or ()])
     problems = config_value.problems(variables, file_format, kinds, 'word')
+    not_onions = ['%s: the value %s %s' % (name, config_value.shown(variables[name]), said)
+                  for name, said in ((name, config_value.onion_problem(variables[name]))
+                                     for name in sorted(onions or (), key=str)
+                                     if name in variables and variables[name] is not None)
+                  if said and not any(p.startswith('%s: ' % name) for p in problems)]
+    said = []
     if problems:
-        raise AnsibleFilterError(
-            '%sthese variables would not stay one %s in the %s file they are written into: %s. Nothing was changed.'
-            % ('%s: ' % role if role else '', 'value each', file_format, '; '.join(problems)))
+        said.append('these variables would not stay one value each in the %s file they are written into: %s.'
+                    % (file_format, '; '.join(problems)))
+    if not_onions:
+        said.append('%shese variables must each name a v3 onion address (%s): %s.'
+                    % ('T' if said else 't', config_value.ONION_FORM, '; '.join(not_onions)))
+    if said:
+        raise AnsibleFilterError('%s%s Nothing was changed.' % ('%s: ' % role if role else '', ' '.join(said)))
     return variables
 
 

@@ -8,12 +8,16 @@ into the next line, and, where the file splits a line into words, one word.
 
 This is a private module_utils file of onionlab.tor; its API may change at any time. No Ansible, no I/O.
 Used by the tor role (the tor_setup action, through torrc.line_problem), by the filter config_values (the
-onion_haproxy and onion_vanguards roles' own variables) and by onion_haproxy_plan (each service's values)."""
+onion_haproxy, onion_vanguards and prometheus roles' own variables) and by onion_haproxy_plan (each service's values).
+onion_problem() is the check of a variable that names a v3 onion address (the prometheus role's
+prometheus_metrics_onion, a target it scrapes through tor)."""
 
 from __future__ import annotations
 
 import json
 import re
+
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 
 # every C0 control character but the tab, DEL, and what Python's str.splitlines also ends a line at
 _CONTROL_RE = re.compile('[\x00-\x08\x0a-\x1f\x7f\x85\u2028\u2029]')
@@ -32,6 +36,9 @@ FORMATS = {
                 'special': {'%': 'a % (systemd expands %-specifiers)'}, 'word': '"\'\\;'},
     'ini': {'reader': "the program's configparser", 'comment': None, 'backslash': None,
             'special': {'%': 'a % (configparser interpolates it)'}, 'word': ''},
+    # a value the role's template writes as a JSON string into a YAML file (prometheus.yml): nothing inside a
+    # quoted string ends it or begins a comment; a control character still makes no sense in any of them
+    'yaml': {'reader': 'YAML', 'comment': None, 'backslash': None, 'special': {}, 'word': ''},
 }
 KINDS = ('word', 'value', 'line')
 _SHOWN = 120
@@ -94,6 +101,24 @@ def problem(value, fmt='torrc', kind='value'):
         return 'holds a %s (%s reads the rest of the line as a comment%s)' % (
             comment, rules['reader'], '; a whole value in double quotes keeps it' if fmt == 'torrc' and
             kind == 'value' else '')
+    return None
+
+
+ONION_FORM = '56 letters a-z and digits 2-7, then .onion'
+
+
+def onion_problem(value):
+    """Why value does not name a v3 onion address (the service id of 56 base32 characters, with or without
+    '.onion', its version 3 and its checksum right: onion.parse_onion_address), in words; None when it does."""
+    if not isinstance(value, str):
+        return 'is not a string' if value is not None else 'is empty (null)'
+    sid = value[:-len('.onion')] if value.endswith('.onion') else value
+    if not onion.SERVICE_ID_RE.match(sid):
+        return 'is not 56 letters a-z and digits 2-7 (then .onion)'
+    try:
+        onion.parse_onion_address(sid)
+    except onion.OnionKeyError as exc:
+        return 'has a wrong checksum (a character mistyped)' if 'checksum' in str(exc) else 'is not version 3'
     return None
 
 

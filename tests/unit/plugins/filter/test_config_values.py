@@ -76,3 +76,35 @@ def test_filter_returns_the_variables_or_refuses_naming_them():
         config_values({}, "nginx")
     with pytest.raises(AnsibleFilterError, match="takes a dict"):
         config_values(["x"], "ini")
+
+
+def _address():
+    import os
+    from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
+    return onion.onion_address(onion.ed25519_public_from_expanded(os.urandom(64)))
+
+
+def test_onion_problem():
+    sid = _address()
+    typo = sid[:20] + ("a" if sid[20] != "a" else "b") + sid[21:]
+    assert config_value.onion_problem(sid) is None
+    assert config_value.onion_problem(sid + ".onion") is None
+    assert config_value.onion_problem(typo) == "has a wrong checksum (a character mistyped)"
+    assert config_value.onion_problem(sid[:-1] + "a") == "is not version 3"
+    for bad in (sid.upper(), sid + ".onion\n", sid[:55], "http://%s.onion" % sid, ""):
+        assert config_value.onion_problem(bad) == "is not 56 letters a-z and digits 2-7 (then .onion)", bad
+    assert config_value.onion_problem(5) == "is not a string"
+
+
+def test_filter_refuses_a_bad_onion_with_the_other_problems_in_one_message():
+    sid = _address()
+    ok = {"addr": sid + ".onion", "none": None, "url": "socks5://127.0.0.1:9050"}
+    assert config_values(ok, "yaml", onions=["addr", "none"]) is ok
+    with pytest.raises(AnsibleFilterError) as e:
+        config_values({"a": "x.onion", "b": sid + "\n", "c": "a\nb"}, "yaml", onions=["a", "b"], role="prometheus")
+    # b is named once, for its newline
+    assert str(e.value) == (
+        'prometheus: these variables would not stay one value each in the yaml file they are written into: '
+        'b: the value "%s\\n" holds a newline; c: the value "a\\nb" holds a newline. These variables must each name '
+        'a v3 onion address (56 letters a-z and digits 2-7, then .onion): a: the value "x.onion" is not 56 letters '
+        'a-z and digits 2-7 (then .onion). Nothing was changed.' % sid)
