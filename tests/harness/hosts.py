@@ -125,15 +125,17 @@ except ImportError:  # pragma: no cover
 #   bed: the nspawn hosts (HostBed, `up`, the demo);
 #   tests: what the tests run besides: the private network's tor-gencert, Onionbalance on the
 #     private network (test_privnet_onionbalance.py), a real Prometheus (test_metrics_*.py) and
-#     Alertmanager (test_onionprobe_bed.py; amtool checks the prometheus role's configuration), curl
-#     beside tor_onion_probe (test_tor_onion_probe.py).
+#     Alertmanager (test_onionprobe_bed.py; amtool checks the prometheus role's configuration), node_exporter
+#     serving the watchdog's textfile (test_metrics_onion_privnet.py), curl beside tor_onion_probe
+#     (test_tor_onion_probe.py).
 CONTROLLER_PACKAGES = {
     'bed': {'systemd-nspawn': 'systemd-container', 'debootstrap': 'debootstrap',
             'ssh': 'openssh-client', 'ssh-keygen': 'openssh-client', 'dpkg-deb': 'dpkg'},
     'tests': {'tor': 'tor', 'tor-gencert': 'tor', 'onionbalance': 'onionbalance',
               '/usr/bin/prometheus': 'prometheus', '/usr/bin/promtool': 'prometheus', 'curl': 'curl',
               '/usr/bin/prometheus-alertmanager': 'prometheus-alertmanager',
-              '/usr/bin/amtool': 'prometheus-alertmanager'},
+              '/usr/bin/amtool': 'prometheus-alertmanager',
+              '/usr/bin/prometheus-node-exporter': 'prometheus-node-exporter'},
 }
 PACKAGE_GROUPS = tuple(CONTROLLER_PACKAGES)
 APT_PACKAGES = CONTROLLER_PACKAGES['bed']  # the name before the groups
