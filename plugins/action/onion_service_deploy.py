@@ -21,7 +21,7 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ansible_collections.onionlab.tor.plugins.module_utils import _onion_service_deploy as deploy
-from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion, seal
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import config_value, onion, seal
 from ansible_collections.onionlab.tor.plugins.plugin_utils import escrow as escrows, summary
 from ansible_collections.onionlab.tor.plugins.plugin_utils.onion_services import (
     authorized_clients,
@@ -62,6 +62,21 @@ def combine(base, *others):
             else:
                 out[key] = value
     return out
+
+
+def service_dir_problem(value):
+    """Why onion_service_dir would not stay one path in the drop-in's quoted HiddenServiceDir lines (a line break or
+    another control character, a quote or backslash, which the host refuses too, or no absolute path); else None."""
+    said = config_value.problem(value, "torrc", "line")
+    if said:
+        return said
+    if any(c in value for c in '"\\'):
+        return "holds a double quote or a backslash"
+    if not value.startswith("/") or value != value.strip():
+        return "is not an absolute path (or has blanks around it)"
+    if len(value.encode("utf-8", "surrogateescape")) > 4000:
+        return "is longer than a path may be (4000 bytes here; Linux's PATH_MAX is 4096 with the service's name)"
+    return None
 
 
 def task_argument_spec(path=ROLE_SPEC):
@@ -144,6 +159,11 @@ class ActionModule(ActionBase):
         if problem:
             raise _Fail("%s: %s; rename the host in the inventory (or give it an alias). Nothing was changed."
                         % (ROLE, problem))
+        problem = service_dir_problem(args["service_dir"])
+        if problem:
+            raise _Fail("%s: onion_service_dir: the value %s %s; it begins every service's HiddenServiceDir line of the "
+                        "drop-in. Nothing was changed on %s." % (ROLE, config_value.shown(args["service_dir"]), problem,
+                                                                 host))
         services = args["services"]
         service_dir = os.path.normpath(args["service_dir"])
         escrow = Escrow(args["backup_dir"], host)

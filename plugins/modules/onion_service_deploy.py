@@ -205,8 +205,28 @@ def _entries(module):
         if checked.error_messages:
             module.fail_json(msg="the service %s: %s" % (entry.get("path"), "; ".join(checked.error_messages)),
                              stage="refused")
+        huge = _huge_numbers(checked.validated_parameters)
+        if huge:
+            # a number of thousands of digits is beyond every limit of tor, and Python refuses to write it out
+            # (int_max_str_digits): fail_json would crash on the parameters that hold it
+            module.params["entries"] = []
+            module.fail_json(msg="the service %s: %s must be between tor's limits, got a number of %d bits"
+                             % (entry.get("path"), huge[0][0], huge[0][1]), stage="refused")
         out.append(checked.validated_parameters)
     return out
+
+
+def _huge_numbers(value, name=""):
+    """[(the option's name, its bits)] of every integer beyond 64 bits in value (a dict or list, nested)."""
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int):
+        return [(name, value.bit_length())] if value.bit_length() > 64 else []
+    if isinstance(value, dict):
+        return [h for k in value for h in _huge_numbers(value[k], "%s.%s" % (name, k) if name else str(k))]
+    if isinstance(value, (list, tuple)):
+        return [h for i, v in enumerate(value) for h in _huge_numbers(v, "%s[%d]" % (name, i))]
+    return []
 
 
 def _stdout_of(module):

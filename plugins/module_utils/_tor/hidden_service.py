@@ -26,7 +26,7 @@ import os
 import re
 from collections import namedtuple
 
-from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import config_value, onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import ProtocolError, TorError
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.reply import check_value, unquote
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.torrc import TOR_WIDE_OPTIONS
@@ -155,10 +155,10 @@ def normalize_port(entry):
         path = address[5:]
         # a # in the drop-in's HiddenServicePort line begins a comment when tor reads the file again (tor would
         # forward to the path cut there, unix:/run/a for unix:/run/a#b.sock); SETCONF carries it whole
-        if not path.startswith("/") or any(c in path for c in ' \t"\\#'):
+        if not path.startswith("/") or any(c in path for c in ' \t"\\#') or config_value.problem(path, "torrc", "word"):
             raise ServiceConfigError("target_address %r: a unix target must be unix:/absolute/path without "
-                                     "spaces, quotes, backslashes or # (tor reads the rest of the drop-in's line "
-                                     "as a comment)" % address)
+                                     "spaces, quotes, backslashes, control characters or # (tor reads the rest of "
+                                     "the drop-in's line as a comment)" % address)
         if target_port is not None:
             raise ServiceConfigError("target_port makes no sense with the unix target %s" % address)
         return {"port": port, "target_address": address, "target_port": None}
@@ -307,7 +307,9 @@ def _typed(key, kind, limits, value):
         raise ServiceConfigError("only version 3 onion services are supported (tor removed v2)")
     low, high = limits
     if not low <= value <= high:
-        raise ServiceConfigError("%s must be between %d and %d (tor's limits), got %d" % (key, low, high, value))
+        # a value of thousands of digits cannot even be formatted (Python's int_max_str_digits): not shown whole
+        shown = "%d" % value if value.bit_length() < 64 else "a number of %d bits" % value.bit_length()
+        raise ServiceConfigError("%s must be between %d and %d (tor's limits), got %s" % (key, low, high, shown))
     return value
 
 
@@ -368,6 +370,10 @@ def normalize_service(params):
         raise ServiceConfigError("path must be absolute, got %r" % path)
     if any(c in path for c in '"\\') or path != path.strip():
         raise ServiceConfigError("path %r must not contain quotes or backslashes or surrounding spaces" % path)
+    said = config_value.problem(path, "torrc", "line")
+    if said:   # a vertical tab, a form feed, ESC...: a line break for the drop-in's readers, noise for tor
+        raise ServiceConfigError("path %s %s (the drop-in's HiddenServiceDir line would not stay one line)"
+                                 % (config_value.shown(path), said))
     path = os.path.normpath(path)
     service = default_service(path)
     ports = params.get("ports") or []
@@ -396,11 +402,11 @@ def normalize_service(params):
         for v in values:
             v = ("1" if v else "0") if isinstance(v, bool) else str(v)
             check_value(v, "extra_options %s" % key)
-            if "#" in v or v.endswith("\\"):
+            if "#" in v or config_value.problem(v, "torrc", "value"):
                 # written raw into the drop-in: tor would read a comment there, or the next line as more of it
-                raise ServiceConfigError("extra_options %s: the value %r must not hold a # or end with a backslash "
-                                         "(tor would read the drop-in's line otherwise when it reads the file "
-                                         "again)" % (key, v))
+                raise ServiceConfigError("extra_options %s: the value %r must not hold a # or a control character, "
+                                         "begin with a double quote or end with a backslash (tor would read the "
+                                         "drop-in's line otherwise when it reads the file again)" % (key, v))
             out.append(v)
         service["extra_options"][key] = out
     service["onionbalance_frontend"] = normalize_frontend(params.get("onionbalance_frontend"))

@@ -264,7 +264,18 @@ VANGUARDS_CONF = "roles/onion_vanguards/templates/vanguards.conf.j2"
 VANGUARDS_UNIT = "roles/onion_vanguards/templates/vanguards.service.j2"
 ONIONBALANCE_VARS = dict(role_vars("onionbalance"), ansible_managed="Ansible managed", playbook_dir="/srv/play")
 ONIONBALANCE_UNIT = "roles/onionbalance/templates/onionlab.conf.j2"
+WATCHDOG_VARS = dict(role_vars("onion_watchdog"), ansible_managed="Ansible managed")
+WATCHDOG_UNIT = "roles/onion_watchdog/templates/onionlab-watchdog.service.j2"
+WATCHDOG_TIMER = "roles/onion_watchdog/templates/onionlab-watchdog.timer.j2"
+ONIONPROBE_VARS = dict(role_vars("onionprobe"), ansible_managed="Ansible managed", onionprobe_python="/usr/bin/python3",
+                       onionprobe_binary="/usr/bin/onionprobe")
+ONIONPROBE_UNIT = "roles/onionprobe/templates/onionprobe.service.j2"
 SETUPS = {
+    "onion_watchdog": (WATCHDOG_VARS, assert_that("onion_watchdog", "Check the role's variables")
+                       + assert_that("onion_watchdog", "The role's variables written into the watchdog's unit, one "
+                                                       "word each")),
+    "onionprobe": (ONIONPROBE_VARS, assert_that("onionprobe", "Check the role's own variables")
+                   + assert_that("onionprobe", "The role's variables written into Onionprobe's unit, one word each")),
     "onion_haproxy": (HAPROXY_VARS, assert_that("onion_haproxy", "The role's variables written into HAProxy's "
                                                                  "configuration, one word each")
                       + assert_that("onion_haproxy", "Check the role's own variables")),
@@ -303,6 +314,18 @@ OTHER_VARIABLES = {
     ("onionbalance", "onionbalance_config_dir"): (ONIONBALANCE_UNIT, SYSTEMD_WORD),
     ("onionbalance", "onionbalance_control_socket"): (ONIONBALANCE_UNIT, SYSTEMD_WORD),
     ("onionbalance", "onionbalance_log_level"): (ONIONBALANCE_UNIT, SYSTEMD_WORD),  # choices refuse all but 5 words
+    # the watchdog's unit (ExecStart) and timer; its settings file is JSON (to_nice_json), its entry point to_json
+    ("onion_watchdog", "onion_watchdog_lib_dir"): (WATCHDOG_UNIT, SYSTEMD_WORD),
+    ("onion_watchdog", "onion_watchdog_interval_minutes"): (WATCHDOG_TIMER, set()),  # | int >= 1; written | int
+    ("onion_watchdog", "onion_watchdog_fetch_timeout"): (WATCHDOG_UNIT, set()),  # | int >= 1; written | int
+    # Onionprobe's unit (User=, Group=, ExecStart=, Description=); its configuration is YAML (to_nice_yaml)
+    ("onionprobe", "onionprobe_user"): (ONIONPROBE_UNIT, SYSTEMD_WORD),
+    ("onionprobe", "onionprobe_group"): (ONIONPROBE_UNIT, SYSTEMD_WORD),
+    ("onionprobe", "onionprobe_config_file"): (ONIONPROBE_UNIT, SYSTEMD_WORD),
+    ("onionprobe", "onionprobe_launcher"): (ONIONPROBE_UNIT, SYSTEMD_WORD),
+    ("onionprobe", "onionprobe_venv"): (None, {"hash in a word"}),  # ExecStart's python and binary; must begin with /
+    ("onionprobe", "onionprobe_exporter_listen_address"): (ONIONPROBE_UNIT, set()),  # an IP address
+    ("onionprobe", "onionprobe_exporter_port"): (ONIONPROBE_UNIT, set()),  # 1-65535; written | int
 }
 OTHER_CASES = [(role, variable, hostile) for role, variable in OTHER_VARIABLES for hostile in HOSTILE]
 
@@ -400,3 +423,138 @@ def test_onion_location_summary_address_with_a_newline_refused():
     summary = [dict(SUMMARY[0], onion_address=ADDRESS + ".onion\n")]
     with pytest.raises(Exception, match="is not a v3 onion address"):
         snippets([{"service": "web"}], summary=summary, host="h1", snippet_dir="/etc/nginx/snippets")
+
+
+def test_numbers_with_blanks_are_written_as_numbers():
+    """int() takes '5\n' and ' 5': the role's number checks pass them, so the unit and timer write them through
+    | int (a newline after OnBootSec=5 made 'min' a line of its own, the timer's interval 5 seconds)."""
+    jobs = [{"template": WATCHDOG_TIMER, "vars": dict(WATCHDOG_VARS, onion_watchdog_interval_minutes="5\n")},
+            {"template": WATCHDOG_UNIT, "vars": dict(WATCHDOG_VARS, onion_watchdog_fetch_timeout=" 30\n")},
+            {"template": ONIONPROBE_UNIT, "vars": dict(ONIONPROBE_VARS, onionprobe_exporter_port="9935\n")}]
+    timer, unit, probe = [r["text"] for r in render(jobs)]
+    assert "OnBootSec=5min\nOnUnitActiveSec=5min\n" in timer and "every 5 minutes\n" in timer
+    assert "TimeoutStartSec=300\n" in unit
+    assert "port 9935\n" in probe
+
+
+# -- onion_service: the action's controller checks and the module's host checks (one run, in this process) ---------
+# Every string of the role that reaches the drop-in (HiddenServiceDir, HiddenServicePort, the options, ob_config), the
+# escrow's file names or the summary file: refused with one message naming it, or the drop-in says what was given.
+
+def _modules_conftest():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("_modules_conftest", str(REPO / "tests/unit/plugins/modules/conftest.py"))
+    loaded = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(loaded)
+    return loaded
+
+
+def deploy_onion_service(tmp_path, **over):
+    """The role's one task as its action runs it (_deploy; run() turns a ValueError into its message too): (failed
+    message or None, the drop-in's text or None)."""
+    import copy
+    import types
+    from harness.fake_controller import FakeController
+    from ansible_collections.onionlab.tor.plugins.action import onion_service_deploy as action
+    from ansible_collections.onionlab.tor.plugins.modules import onion_service_deploy as module
+    runner = _modules_conftest().ModuleRunner()
+
+    class Action(action.ActionModule):
+        def __init__(self):   # no ActionBase: _deploy needs only the task's check mode and _run_module
+            self._task = types.SimpleNamespace(check_mode=False)
+
+        def _run_module(self, module_args, task_vars):
+            return dict(runner.run(module, **copy.deepcopy(module_args)))
+
+    torrc_file = tmp_path / "torrc"
+    torrc_file.write_text("SocksPort 0\nDataDirectory %s\n" % (tmp_path / "tordata"))
+    (tmp_path / "svc").mkdir(exist_ok=True)
+    drop_in = tmp_path / "torrc.d" / "onionlab.conf"
+    with FakeController(tmp_path / "tordata", torrc_file) as fake:
+        args = dict((k, copy.deepcopy(v.get("default"))) for k, v in action.TASK_SPEC.items())
+        args.update(services=[{"name": "web", "ports": [80]}], service_dir=str(tmp_path / "svc"),
+                    backup_dir=str(tmp_path / "escrow"), control_port=fake.port, pow_supported=False,
+                    config_file=str(drop_in))
+        args.update(over)
+        try:
+            Action()._deploy(args, "web1", {"groups": {"all": ["web1", "c1"]}})
+            failed = None
+        except action._Fail as exc:
+            failed = exc.msg
+        except ValueError as exc:   # OnionServicesError: run() says "onion_service role: OnionServicesError on ..."
+            failed = str(exc)
+        fake.settle()
+    assert fake.errors == []
+    return failed, drop_in.read_text() if drop_in.exists() else None
+
+
+def service_with(where, value):
+    """onion_service's variables with value in where."""
+    service = {"name": "web", "ports": [80]}
+    if where == "onion_service_dir":
+        return {"service_dir": value}
+    if where == "onion_service_defaults":
+        return {"defaults": {"extra_options": {"HiddenServiceFutureOption": value}}}
+    if where == "name":
+        service["name"] = value
+    elif where == "ports":
+        service["ports"] = ["80:unix:/run/" + value]
+    elif where == "target_address":
+        service["ports"] = [{"port": 80, "target_address": value}]
+    elif where == "extra_options":
+        service["options"] = {"extra_options": {"HiddenServiceFutureOption": value}}
+    elif where == "max_streams":
+        service["options"] = {"max_streams": value}
+    elif where == "onionbalance_frontend":
+        service["onionbalance_frontend"] = "a" * 56 + value
+    elif where == "clients":
+        service["clients"] = [{"name": value, "hosts": ["c1"]}]
+    elif where == "authorized_clients":
+        service["authorized_clients"] = [{"name": value}]
+    return {"services": [service]}
+
+
+# where -> (what the message names, the hostile values accepted: the drop-in then says what was given)
+ONION_SERVICE_STRINGS = {
+    "onion_service_dir": ("onion_service_dir: the value", {"hash", "hash in a word", "blank", "percent"}),
+    "name": ("name must be 1-128 letters", set()),
+    "ports": ("target_address", {"percent", "long"}),  # tor reads the path whole (too long to connect to)
+    "target_address": ("target_address", set()),
+    "extra_options": ("extra_options HiddenServiceFutureOption", {"blank", "percent", "long"}),
+    "onion_service_defaults": ("extra_options HiddenServiceFutureOption", {"blank", "percent", "long"}),
+    "max_streams": ("max_streams", set()),
+    "onionbalance_frontend": ("onionbalance_frontend", set()),
+    "clients": ("clients[0]: name must be", set()),
+    "authorized_clients": ("authorized_clients[0]: name must be", set()),
+}
+ONION_SERVICE_CASES = [(where, hostile) for where in ONION_SERVICE_STRINGS for hostile in HOSTILE]
+
+
+@pytest.mark.parametrize("where, hostile", ONION_SERVICE_CASES, ids=["%s-%s" % c for c in ONION_SERVICE_CASES])
+def test_onion_service_hostile_value_refused_or_meaning_kept(tmp_path, where, hostile):
+    named, accepted = ONION_SERVICE_STRINGS[where]
+    value = HOSTILE[hostile]
+    if where == "onion_service_dir":
+        value = str(tmp_path / "svc") + "/" + value
+        os.makedirs(value, exist_ok=True) if "\0" not in value and len(value) < 200 else None
+    failed, text = deploy_onion_service(tmp_path, **service_with(where, value))
+    if failed and "552 Unrecognized configuration key \"HiddenServiceFutureOption\"" in failed:
+        # past every check of ours, SETCONF carried it to the fake, which knows only tor's options: the drop-in the
+        # module would write with it
+        from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service
+        failed, text = None, hidden_service.render_drop_in([hidden_service.normalize_service(
+            {"path": "/var/lib/tor/web", "ports": [80], "extra_options": {"HiddenServiceFutureOption": value}})])
+    if failed:
+        assert hostile not in accepted, failed
+        assert named in failed, failed
+        assert "Traceback" not in failed and text is None, failed   # one message, nothing written
+        return
+    assert hostile in accepted, "accepted: %r" % text
+    # the drop-in, read as tor reads it (torrc.parse, tested against tor), says what was given
+    lines = [(k, v) for _, _, k, v in torrc.parse(text)]
+    if where == "onion_service_dir":
+        assert ("HiddenServiceDir", os.path.normpath(value) + "/web") in lines, lines
+    elif where == "ports":
+        assert ("HiddenServicePort", "80 unix:/run/" + value) in lines, lines
+    else:
+        assert ("HiddenServiceFutureOption", value) in lines, lines

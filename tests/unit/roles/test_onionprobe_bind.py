@@ -133,6 +133,7 @@ def checked():
     checks, jobs = role_checks(), []
     for address, _ in ADDRESSES:
         variables = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
+        variables["onionprobe_launcher"] = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())["onionprobe_launcher"]
         variables["onionprobe_exporter_listen_address"] = address
         jobs += [{"data": "{{ %s }}" % c, "vars": variables} for c in checks]
     got = iter(render(jobs))

@@ -49,7 +49,7 @@ def test_port_round_trip(entry, tor_value):
     ({"port": 80, "target_address": "localhost"}, "neither an IP address"),
     ({"port": 80, "target_address": "unix:/a b"}, "without spaces"),
     # issue 42: tor reads the drop-in's "HiddenServicePort 80 unix:/run/a#b.sock" as unix:/run/a
-    ({"port": 80, "target_address": "unix:/run/a#b.sock"}, "backslashes or # \\(tor reads the rest of the drop-in"),
+    ({"port": 80, "target_address": "unix:/run/a#b.sock"}, "control characters or # \\(tor reads the rest of the drop-in"),
     ("80:unix:/run/web.sock#", "or #"),
     ({"port": 80, "target_address": "unix:/a", "target_port": 1}, "makes no sense"),
     ("80:localhost:80", "neither an IP address"),
