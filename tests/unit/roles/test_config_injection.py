@@ -558,3 +558,25 @@ def test_onion_service_hostile_value_refused_or_meaning_kept(tmp_path, where, ho
         assert ("HiddenServicePort", "80 unix:/run/" + value) in lines, lines
     else:
         assert ("HiddenServiceFutureOption", value) in lines, lines
+
+
+# -- onion_client: no template of its own; what reaches a file is written by tor (ClientOnionAuthDir), from the
+# client's name and key sent over the control port: both checked before, by the role's filter and the module
+
+@pytest.mark.parametrize("hostile", sorted(HOSTILE))
+def test_onion_client_hostile_client_name_refused(tmp_path, hostile):
+    from ansible_collections.onionlab.tor.plugins.filter.onion_clients import onion_clients
+    from ansible_collections.onionlab.tor.plugins.module_utils._tor import client_auth
+    services = {"web1": [{"name": "web", "ports": [80], "clients": [{"name": HOSTILE[hostile], "hosts": ["c1"]}]}]}
+    with pytest.raises(Exception, match=r"clients\[0\]: name must be"):
+        onion_clients(services, backup_dir=str(tmp_path), inventory=["web1", "c1"], host="c1")
+    with pytest.raises(Exception, match="client_name"):
+        client_auth.check_client_name(HOSTILE[hostile])
+
+
+@pytest.mark.parametrize("hostile", sorted(HOSTILE))
+def test_onion_client_hostile_vault_key_refused(hostile):
+    """onion_client_keys (a vault's private key), appended to a valid key: ONION_CLIENT_AUTH_ADD would carry it."""
+    from ansible_collections.onionlab.tor.plugins.module_utils._tor import client_auth
+    with pytest.raises(Exception, match="private_key"):
+        client_auth.parse_private_key("A" * 51 + "Q" + HOSTILE[hostile])
