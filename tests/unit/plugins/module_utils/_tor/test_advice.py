@@ -48,9 +48,13 @@ def test_cookie_not_readable(not_root, tmp_path, monkeypatch):
     with open(path, "wb") as handle:
         handle.write(b"x" * 32)
 
-    def denied(name, mode="r"):
-        raise PermissionError(errno.EACCES, "Permission denied", name)
-    monkeypatch.setattr(auth, "open", denied, raising=False)
+    real_open = os.open
+
+    def denied(name, flags, *args, **kwargs):   # read_cookie opens with os.open (O_NONBLOCK: no FIFO waits)
+        if name == path:
+            raise PermissionError(errno.EACCES, "Permission denied", name)
+        return real_open(name, flags, *args, **kwargs)
+    monkeypatch.setattr(auth.os, "open", denied)
     with pytest.raises(AuthenticationFailed) as err:
         auth.read_cookie(path)
     assert str(err.value) == ("cannot read tor's authentication cookie %s: Permission denied; the module runs as "
