@@ -16,7 +16,6 @@
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -27,8 +26,10 @@ import urllib.parse
 import urllib.request
 
 try:  # imported as harness.prometheus (pytest) or from this directory
+    from . import procs
     from .ports import free_ports
 except ImportError:  # pragma: no cover
+    import procs
     from ports import free_ports
 
 PROMETHEUS = os.environ.get('ONIONLAB_PROMETHEUS', '/usr/bin/prometheus')
@@ -256,13 +257,7 @@ class Prometheus(object):
 
     def stop(self, grace=10.0):
         proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            os.kill(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(grace)
-            except subprocess.TimeoutExpired:
-                os.kill(proc.pid, signal.SIGKILL)
-                proc.wait(5)
+        procs.stop(proc, grace)
         if self.created:
             shutil.rmtree(self.base, ignore_errors=True)
 
@@ -353,13 +348,7 @@ class Alertmanager(object):
 
     def stop(self, grace=10.0):
         proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            os.kill(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(grace)
-            except subprocess.TimeoutExpired:
-                os.kill(proc.pid, signal.SIGKILL)
-                proc.wait(5)
+        procs.stop(proc, grace)
 
 
 class WebhookReceiver(object):

@@ -5,7 +5,6 @@ ControlSocket, cookie auth, DisableNetwork 1, bound to this process by
 __OwningControllerProcess and stopped by its PID."""
 
 import os
-import signal
 import socket
 import subprocess
 import tempfile
@@ -13,8 +12,10 @@ import time
 from pathlib import Path
 
 try:  # imported as harness.tor_instance (pytest) or from this directory
+    from . import procs
     from .ports import free_port
 except ImportError:  # pragma: no cover
+    import procs
     from ports import free_port
 
 TOR = os.environ.get("ONIONLAB_TOR", "tor")
@@ -106,14 +107,7 @@ class TorInstance(object):
 
     def stop(self, grace=5):
         proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        os.kill(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(grace)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(grace)
+        procs.stop(proc, grace)
 
     def restart(self, timeout=30):
         """Stop and start again with the same torrc (kept as it is: modules may have edited it)."""

@@ -29,7 +29,6 @@ import ctypes
 import io
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -41,6 +40,7 @@ import yaml
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import watchdog
 from harness import hosts as _hosts
+from harness import procs
 from harness import prometheus as prom
 from harness.ansible_run import run_playbook
 from harness.ports import free_ports
@@ -176,18 +176,6 @@ def connect_fails(port):
         return None
     except OSError as exc:
         return exc
-
-
-def stop_process(proc, grace=10.0):
-    """SIGTERM to the PID, SIGKILL after grace, reaped."""
-    if proc is None or proc.poll() is not None:
-        return
-    os.kill(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(grace)
-    except subprocess.TimeoutExpired:
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(5)
 
 
 def tail(path, n=20):
@@ -381,10 +369,10 @@ def test_prometheus_scrapes_a_host_it_has_no_route_to_through_an_onion_service(p
             receiver.__exit__(None, None, None)
         if reach is not None:
             reach.close()
-        stop_process(node_exporter)
+        procs.stop(node_exporter)
         for node in (monitor, service):     # by PID; privnet.stop() reaps them
             if node is not None and node.proc is not None:
-                stop_process(node.proc)
+                procs.stop(node.proc)
         if forwarder is not None:
             forwarder.close()
         if ns is not None:
