@@ -23,7 +23,7 @@ The run: `.venv/bin/ansible-playbook` of this repository, inventory `localhost` 
 ansible_connection=local and ansible_python_interpreter = the venv's python, cwd tmp_path,
 ANSIBLE_COLLECTIONS_PATH=.build/collections (the repository as onionlab.tor), an empty
 ansible.cfg (no user or cwd configuration leaks in), no colour, no retry files, Ansible's temp
-dirs under tmp_path. check/diff add --check/--diff; extra_vars (a dict) is passed as JSON with
+dirs under tmp_path, pipelining on (extra_env can turn it off). check/diff add --check/--diff; extra_vars (a dict) is passed as JSON with
 -e; extra_args are appended; extra_env is merged over that environment last. bin_dir takes
 ansible-playbook from another virtualenv (e.g. .build/venv-2.17/bin for the oldest ansible-core);
 the modules still run on this venv's python.
@@ -136,6 +136,10 @@ def run_playbook(playbook, tmp_path, extra_env=None, check=False, diff=False, ex
         "ANSIBLE_REMOTE_TEMP": str(work / "tmp-remote"),
         "ANSIBLE_HOME": str(work / "home"),
         "ANSIBLE_GATHERING": "explicit",
+        # one ssh (or local) command per task, the module on its stdin, instead of a temp dir, a file put, a
+        # chmod and an exec: measured on a bed host, 11 tasks took 2.0 CPU-s of the controller instead of 2.5,
+        # 15-18 s instead of 19-25 s under load
+        "ANSIBLE_PIPELINING": "True",
         "PYTHONDONTWRITEBYTECODE": "1",
     })
     env.pop("ANSIBLE_INVENTORY", None)

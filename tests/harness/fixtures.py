@@ -246,7 +246,7 @@ def ansible_adhoc(inventory, pattern, module, args=None, timeout=120, extra=()):
     cmd += list(extra)
     env = dict(os.environ, ANSIBLE_HOST_KEY_CHECKING='False', ANSIBLE_DEPRECATION_WARNINGS='False',
                ANSIBLE_NOCOLOR='1', ANSIBLE_FORCE_COLOR='0', ANSIBLE_RETRY_FILES_ENABLED='False',
-               PATH=BIN + os.pathsep + os.environ.get('PATH', ''))
+               ANSIBLE_PIPELINING='True', PATH=BIN + os.pathsep + os.environ.get('PATH', ''))
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, timeout=timeout,
                        stdin=subprocess.DEVNULL)
     out = p.stdout.decode('utf-8', 'replace')

@@ -91,7 +91,7 @@ def _play(escrow):
 
 def _run(bed, book, extra_inventory):
     env = dict(os.environ, ANSIBLE_HOST_KEY_CHECKING='False', ANSIBLE_NOCOLOR='1', ANSIBLE_FORCE_COLOR='0',
-               ANSIBLE_DEPRECATION_WARNINGS='False', ANSIBLE_RETRY_FILES_ENABLED='False')
+               ANSIBLE_DEPRECATION_WARNINGS='False', ANSIBLE_RETRY_FILES_ENABLED='False', ANSIBLE_PIPELINING='True')
     import subprocess
     t0 = time.monotonic()
     p = subprocess.run([_tool('ansible-playbook'), '-i', bed.inventory_path, '-i', str(extra_inventory), str(book)], stdout=subprocess.PIPE,
