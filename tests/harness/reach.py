@@ -189,6 +189,24 @@ class Reach:
                     done.add((fingerprint, blinded))
         return done
 
+    def uploads(self, sid, since=0.0):
+        """(begun, answered, uploaded): how many uploads of sid the service's tor began at or after since (a mark()),
+        how many of those have their HSDir's answer (UPLOADED or FAILED) and how many were UPLOADED."""
+        pending, begun, answered, uploaded = {}, 0, 0, 0
+        for t, text in self.service.poll():
+            words = text.split()
+            if len(words) < 5 or words[0] != 'HS_DESC' or words[2] != sid:
+                continue
+            fingerprint = _health._fingerprint(words[4])
+            if words[1] == 'UPLOAD':
+                pending.setdefault(fingerprint, []).append(t >= since)
+                begun += t >= since
+            elif words[1] in ('UPLOADED', 'FAILED') and pending.get(fingerprint):
+                if pending[fingerprint].pop(0):
+                    answered += 1
+                    uploaded += words[1] == 'UPLOADED'
+        return begun, answered, uploaded
+
     def _asked(self, address, client):
         """(period number, blinded key b64, [fingerprints the client will ask]) on the client's consensus now;
         (None, why, []) when it has none."""

@@ -241,45 +241,6 @@ def _readable_without_key(text, address):
     return True
 
 
-class _HsDescEvents(object):
-    """The service tor's HS_DESC events for one service on a control connection of its own."""
-
-    def __init__(self, node, service_id):
-        self.sid = service_id
-        self.conn = connect(port=node.control_port, cookie_path=node.cookie_path)
-        self.conn.request('SETEVENTS', ['HS_DESC'])
-        self.seen = []     # (action, hsdir) in order
-
-    def poll(self):
-        self.conn.get_info('version')     # reads the events that came before its reply
-        for event in self.conn.events:
-            words = event.lines[0].text.split()
-            if len(words) >= 5 and words[0] == 'HS_DESC' and words[2] == self.sid:
-                self.seen.append((words[1], words[4]))
-        del self.conn.events[:]
-        return self.seen
-
-    def mark(self):
-        self.poll()
-        return len(self.seen)
-
-    def uploads_done(self, since):
-        """Whether the service began uploading after `since` and every upload begun has its answer."""
-        events = self.poll()[since:]
-        began = [h for a, h in events if a == 'UPLOAD']
-        answered = [h for a, h in events if a in ('UPLOADED', 'FAILED')]
-        return bool(began) and len(answered) >= len(began) and any(a == 'UPLOADED' for a, _h in events)
-
-    def pending(self, since):
-        """Whether an upload begun after `since` still waits for its answer."""
-        events = self.poll()[since:]
-        return (len([1 for a, _h in events if a == 'UPLOAD'])
-                > len([1 for a, _h in events if a in ('UPLOADED', 'FAILED')]))
-
-    def close(self):
-        self.conn.close()
-
-
 def test_failed_run_keeps_the_service_private_for_tor_as_its_user(privnet, http_backend, tmp_path):
     """issue 26 A3. A service with client authorization on a tor that runs as its own user (Debian:
     debian-tor); a run that changes its clients fails after writing the client files (another
@@ -292,7 +253,7 @@ def test_failed_run_keeps_the_service_private_for_tor_as_its_user(privnet, http_
     user = _tor_user()
     etc = tempfile.mkdtemp(prefix='onionlab-etc-')    # root's, readable (/etc/tor): the drop-in
     os.chmod(etc, 0o755)
-    node = client = events = None
+    node = client = reach = None
     try:
         node = _start_tor_as(privnet, 'a3svc', user, [])
         service_dir = os.path.join(node.datadir, 'private')
@@ -356,8 +317,8 @@ def test_failed_run_keeps_the_service_private_for_tor_as_its_user(privnet, http_
             [(n, u, g, '%04o' % m) for n, (u, g, m, _c) in after.items()]))
 
         # tor reloads
-        events = _HsDescEvents(node, sid)
-        mark = events.mark()
+        reach = Reach(node, client)       # the service's HS_DESC events from before the reload
+        mark = reach.mark()
         reloads = node.log_text().count(RELOADED)
         os.kill(node.pid, signal.SIGHUP)
         t0 = time.monotonic()
@@ -375,11 +336,14 @@ def test_failed_run_keeps_the_service_private_for_tor_as_its_user(privnet, http_
         now = _service_descriptor(node, sid)
         public = now is not None and _readable_without_key(now, address)
         t0 = time.monotonic()
-        while (public and not events.uploads_done(mark)) or events.pending(mark):
-            assert time.monotonic() - t0 < RELOAD_DEADLINE, 'uploads after the reload: %s' % events.seen[mark:]
+        while True:
+            begun, answered, uploaded = reach.uploads(sid, since=mark)
+            if answered >= begun and (uploaded or not public):
+                break
+            assert time.monotonic() - t0 < RELOAD_DEADLINE, 'uploads after the reload: %s' % reach.report(address)
             time.sleep(0.2)
         _say('after the reload: %d descriptor uploads answered in %.1fs, the descriptor %s; tor said: %s' % (
-            len([1 for action, _h in events.seen[mark:] if action != 'UPLOAD']), time.monotonic() - t0,
+            answered, time.monotonic() - t0,
             'readable WITHOUT a client key' if public else 'for authorized clients only',
             ignored or 'nothing of the client files'))
 
@@ -393,13 +357,12 @@ def test_failed_run_keeps_the_service_private_for_tor_as_its_user(privnet, http_
         # once the HSDirs the client asks serve the descriptor the service's tor holds now (the client asks them:
         # published before the watch). An upload after the reload can be rejected by every HSDir (its revision
         # counter lower than the one they hold, near an SRV run's boundary): then the next period's is waited for.
-        with Reach(node, client) as reach:
-            body, took_fetch = reach.fetch(address, deadline=FETCH_DEADLINE, since=None, socks_port=extended)
+        body, took_fetch = reach.fetch(address, deadline=FETCH_DEADLINE, since=None, socks_port=extended)
         assert body == http_backend.token
         _say('refused without the key in %.1fs; served with it %.1fs after the gate' % (took, took_fetch))
     finally:
-        if events is not None:
-            events.close()
+        if reach is not None:
+            reach.close()
         for n in (client, node):
             if n is not None:
                 pn.kill_pids([(n.pid, n.starttime)], grace=5.0)
