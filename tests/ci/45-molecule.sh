@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The roles on several real hosts: molecule scenarios default, restore, remove and balanced on the
 # systemd-nspawn bed (tests/harness/hosts.py) joined to the private Tor network
-# (tests/harness/privnet.py). The smoke scenario of the bed itself runs in the pytest step.
+# (tests/harness/privnet.py). Each scenario's create and destroy are the delegated driver's shared
+# playbooks (molecule/shared) over that harness.
 # balanced: Onionbalance on a 4th host in front of 3 backends; its verify prints FAILOVER lines
 # (time until every request succeeds again after a backend's tor stops).
 set -euo pipefail

@@ -202,24 +202,6 @@ def test_cleanup_finds_leftovers_by_state_file(tmp_path):
     assert not os.path.exists(h['root'])
 
 
-def test_molecule_smoke_scenario():
-    """molecule test -s smoke: the delegated driver's shared create/destroy over this harness."""
-    if os.geteuid() != 0:
-        pytest.skip('needs root')
-    bindir = os.path.dirname(sys.executable)
-    if not os.path.exists(os.path.join(bindir, 'molecule')):
-        pytest.skip('molecule is not installed in this environment')
-    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get('PATH', ''), NO_COLOR='1',
-               ANSIBLE_NOCOLOR='1')
-    t0 = time.monotonic()
-    p = subprocess.run([os.path.join(bindir, 'molecule'), 'test', '-s', 'smoke'], cwd=repo, env=env,
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
-    out = p.stdout.decode('utf-8', 'replace')
-    assert p.returncode == 0, out[-6000:]
-    _say('molecule test -s smoke: %.1fs' % (time.monotonic() - t0))
-
-
 def test_local_apt_repository_installs_onionbalance():
     """HostBed(apt_packages=['onionbalance']): the hosts install Debian's onionbalance with apt, as a
     real host would (Ansible's apt module, no cache update), from the repository built once on the
