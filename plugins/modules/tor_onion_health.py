@@ -40,8 +40,30 @@ description:
     service is checked. tor does not give an ephemeral service's targets: one made by
     M(onionlab.tor.tor_hidden_service) is checked from the collection's record, others are not
     (RV(services[].exposure_problem))."
-  - Nothing is changed on tor (its client cache holds the fetched descriptors afterwards); C(changed) is always
-    V(false) and check mode runs the same check.
+  - "The verdict has layers, each in RV(services[].layers) with its evidence and the seconds it took, and a service
+    is V(healthy) only when every layer checked is: C(tor) (the control port answered), C(backend) (each port's
+    target accepts a connection on this host), C(descriptor) (the HSDirs, as above), C(introduction) (the service
+    side's established introduction circuits from C(GETINFO circuit-status), their count, age, and relays in the
+    consensus and Running) and C(reach) (a client got through: below). The reasons name the failed layers first,
+    then the others (C(reach: 0 of 3 fresh connections to port 80 in 60 s, SOCKS error 0xF2 introduction failed;
+    backend: 127.0.0.1:8080 accepts; descriptor: 6 of 6 ...)); RV(services[].failed_layer) is the first that
+    failed, in the order tor, backend, descriptor, introduction, reach."
+  - "Reach: up to O(reach_attempts) connections within O(reach_timeout) seconds, as a fresh client through a
+    SocksPort of the same tor on 127.0.0.1 (C(GETINFO net/listeners/socks)): tor's client side fetches the
+    descriptor from the HSDirs and introduces itself like any client. Each attempt has a fresh random SOCKS
+    username and password (IsolateSOCKSAuth: new circuits), and one C(SIGNAL NEWNYM) before them empties tor's
+    client-side descriptor cache, so that the descriptor is fetched anew (new SOCKS credentials alone reuse the
+    cached one; tor delays a NEWNYM within 10 seconds of the last, then the cached descriptor is used:
+    C(descriptor_fetches) says which). The port probed is one the service configures: the first of O(web_ports)
+    it has, with an HTTP GET of C(/) (any HTTP status is an answer and is reported; 443 over TLS, the certificate
+    not verified), else its lowest port, a TCP connection. Without such a SocksPort the reach layer says it was not
+    checked (C(ok) V(null)) and the verdict rests on the other layers. NEWNYM also moves this tor's other clients
+    to new circuits."
+  - "When the control port does not answer within O(timeout), the module fails with RV(tor): C(state) V(hung) when
+    tor's process lives (found as the owner of the control port's listening socket in C(/proc), which takes root
+    for another user's process), else V(unreachable)."
+  - Nothing is changed on tor (its client cache holds the fetched descriptors afterwards, and the reach layer sends
+    NEWNYM); C(changed) is always V(false) and check mode runs the same check.
 author:
   - onionlab.tor contributors (@onionlab)
 options:
@@ -61,6 +83,28 @@ options:
         descriptor for the service to be healthy.
       - Not given, half of them, rounded up.
     type: int
+  layers:
+    description:
+      - The layers to check beside C(tor) and C(descriptor), which always are.
+    type: list
+    elements: str
+    choices: [backend, introduction, reach]
+    default: [backend, introduction, reach]
+  reach_timeout:
+    description: Seconds for the reach layer's attempts at each service (all services are probed at once).
+    type: float
+    default: 60.0
+  reach_attempts:
+    description: How many fresh connections the reach layer tries at most, until one answers.
+    type: int
+    default: 3
+  web_ports:
+    description:
+      - The service ports probed with HTTP (443 over TLS), in the order of preference; a service with none of them
+        is probed with a TCP connection to its lowest port.
+    type: list
+    elements: int
+    default: [80, 443]
 extends_documentation_fragment:
   - onionlab.tor.control
   - onionlab.tor.attributes
@@ -94,6 +138,11 @@ EXAMPLES = r"""
   ansible.builtin.assert:
     that: health.exposed | length == 0
     fail_msg: "{{ health.services | map(attribute='exposed') | select | flatten }}"
+
+- name: Say which layer failed (backend, descriptor, introduction, reach)
+  ansible.builtin.debug:
+    msg: "{{ item.address }}: {{ item.failed_layer }}: {{ item.reasons[0] }}"
+  loop: "{{ health.services | selectattr('state', 'eq', 'unhealthy') }}"
 
 - name: One service, at least 4 of the HSDirs clients ask holding its descriptor
   onionlab.tor.tor_onion_health:
@@ -200,6 +249,50 @@ services:
     exposure_problem:
       description: Why the service's ports were not checked (V(null) when they were).
       type: str
+    failed_layer:
+      description: The first layer that failed (V(tor), V(backend), V(descriptor), V(introduction), V(reach)); V(null)
+        when none did (or the service is pending).
+      type: str
+    layers:
+      description:
+        - Each layer checked, with C(ok) (V(true), V(false), or V(null) when it was not checked, C(evidence) saying
+          why), C(evidence) in words and C(seconds) it took. A pending service has C(tor), C(backend) and
+          C(descriptor) only.
+      type: dict
+      contains:
+        tor:
+          description: The control port answered (C(state) V(answering)).
+          type: dict
+        backend:
+          description: C(ports), each with C(port), C(target) (C(HOST:PORT) or C(unix:PATH)), C(ok) and C(error).
+          type: dict
+        descriptor:
+          description: The HSDirs' verdict (the counts are in RV(services[].counts)).
+          type: dict
+        introduction:
+          description: C(established) introduction circuits against C(configured) (per descriptor; tor keeps a set
+            for its current and its next descriptor), and C(circuits), each with C(id), C(relay) (fingerprint),
+            C(nickname), C(age_seconds), C(in_consensus) and C(running) (V(null) when tor has no consensus).
+          type: dict
+        reach:
+          description: C(port) probed, C(socks_port), C(attempts) (each with C(reachable), C(status) (HTTP),
+            C(reason), C(error), C(socks_reply), C(seconds)) and C(descriptor_fetches) (HS_DESC REQUESTED events of
+            the service while they ran).
+          type: dict
+      sample:
+        tor: {"ok": true, "evidence": "the control port answered in 0.002 s", "seconds": 0.002, "state": "answering"}
+        backend: {"ok": false, "evidence": "127.0.0.1:8080 refuses (Connection refused; port 80)", "seconds": 0.0,
+                  "ports": [{"port": 80, "target": "127.0.0.1:8080", "ok": false, "error": "Connection refused"}]}
+        reach: {"ok": false, "evidence": "0 of 3 fresh connections to port 80 in 4 s, SOCKS error 0x01 general
+          failure; the descriptor fetched anew from the HSDirs 1 time", "seconds": 4.1, "port": 80}
+tor:
+  description: Only when the control port did not answer (the module failed); C(state) V(hung) (tor's process, C(pid),
+    lives) or V(unreachable), C(evidence), C(process_state) (V(T) stopped, ...), C(found_by).
+  returned: failure
+  type: dict
+  sample: {"ok": false, "state": "hung", "pid": 4242, "process_state": "T", "evidence": "tor's process 4242 (tor,
+    stopped by a signal) lives but its control port does not answer: tor at 127.0.0.1:9051 did not answer within
+    10.0s"}
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -210,7 +303,8 @@ from ansible_collections.onionlab.tor.plugins.module_utils._common import (
     control_argument_spec,
     fail,
 )
-from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion, onion_health
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import health_layers, onion, onion_health
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import ConnectionFailed, ControlTimeout
 
 
 def main():
@@ -218,12 +312,24 @@ def main():
         addresses=dict(type="list", elements="str"),
         fetch_timeout=dict(type="float", default=onion_health.DEFAULT_TIMEOUT),
         min_hsdirs=dict(type="int"),
+        layers=dict(type="list", elements="str", choices=list(health_layers.OPTIONAL_LAYERS),
+                    default=list(health_layers.OPTIONAL_LAYERS)),
+        reach_timeout=dict(type="float", default=onion_health.REACH_TIMEOUT),
+        reach_attempts=dict(type="int", default=onion_health.REACH_ATTEMPTS),
+        web_ports=dict(type="list", elements="int", default=list(onion_health.WEB_PORTS)),
     ), mutually_exclusive=[("control_port", "control_socket")], supports_check_mode=True)
     p = module.params
     if p["fetch_timeout"] <= 0:
         module.fail_json(msg="fetch_timeout must be a positive number of seconds, got %s" % p["fetch_timeout"])
     if p["min_hsdirs"] is not None and p["min_hsdirs"] < 1:
         module.fail_json(msg="min_hsdirs must be at least 1, got %d" % p["min_hsdirs"])
+    if p["reach_timeout"] <= 0:
+        module.fail_json(msg="reach_timeout must be a positive number of seconds, got %s" % p["reach_timeout"])
+    if not 1 <= p["reach_attempts"] <= 20:
+        module.fail_json(msg="reach_attempts must be between 1 and 20, got %d" % p["reach_attempts"])
+    bad = [port for port in p["web_ports"] if not 1 <= port <= 65535]
+    if bad:
+        module.fail_json(msg="web_ports must be ports between 1 and 65535, got %s" % bad[0])
     for address in p["addresses"] or []:
         try:
             onion.parse_onion_address(address)
@@ -232,7 +338,17 @@ def main():
     try:
         with connect_module(module) as ctl:
             result = onion_health.check(ctl, addresses=p["addresses"], timeout=p["fetch_timeout"],
-                                        min_hsdirs=p["min_hsdirs"])
+                                        min_hsdirs=p["min_hsdirs"], layers=p["layers"],
+                                        reach_timeout=p["reach_timeout"], reach_attempts=p["reach_attempts"],
+                                        web_ports=p["web_ports"])
+    except ConnectionFailed as exc:
+        # the control port did not answer (or not in time): is tor's process alive (hung) or gone?
+        tor = health_layers.tor_unanswered(str(exc), control_port=p["control_port"],
+                                           control_socket=p["control_socket"] or (
+                                               None if p["control_port"] else "/run/tor/control"),
+                                           pid_file=None if p["control_port"] else "/run/tor/tor.pid",
+                                           timed_out=isinstance(exc, ControlTimeout))
+        fail(module, exc, msg="tor %s: %s" % (tor["state"], tor["evidence"]), changed=False, tor=tor)
     except MODULE_ERRORS as exc:
         fail(module, exc, changed=False)
     for warning in onion_health.exposure_warnings(result):

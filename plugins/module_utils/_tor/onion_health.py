@@ -18,6 +18,14 @@ the clearnet (listeners.py: its target port listening on a non-loopback address 
 the service's `exposed`. Checked whatever tor's bootstrap (a pending service too); not possible when tor is not a
 process of this host, or for an ephemeral service whose targets neither tor nor the collection's record gives.
 
+The verdict has layers (issue 38; health_layers.py), each with its evidence and the seconds it took: tor (the
+control port answered), backend (each port's target accepts a connection on this host), descriptor (the HSDirs, as
+above), introduction (the service side's established introduction circuits, their relays in the consensus) and
+reach (a fresh client got through: reach() below). A service is healthy only when every layer checked is; the
+reasons name the failed layers first ("reach: 0 of 3 fresh connections ..."), `failed_layer` the first of them in
+the order tor, backend, descriptor, introduction, reach. When tor has no SocksPort on 127.0.0.1 the reach layer
+says it was not checked (ok null) and the verdict rests on the other layers.
+
 repost() is the first step of the watchdog's repair: the service's current descriptor posted to the
 HSDirs that lack it (+HSPOST SERVER=... HSADDRESS=...), the outcome from HS_DESC events.
 
@@ -28,16 +36,24 @@ from __future__ import annotations
 
 import base64
 import re
+import secrets
+import threading
 import time
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import consensus as _consensus
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import health_layers as _layers
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import hsdir_ring
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import listeners as _listeners
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import probe as _probe
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import socks as _socks
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_list
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import OperationFailed, TorError
 
 DEFAULT_TIMEOUT = 30.0
+REACH_TIMEOUT = 60.0
+REACH_ATTEMPTS = 3
+WEB_PORTS = (80, 443)
 CONSENSUS_KEY = "dir/status-vote/current/consensus-microdesc"
 _ROUTER_FIELDS = ["fingerprint", "nickname", "flags", "protocols", "microdescriptor_digest"]
 _CERT_RE = re.compile(r"-----BEGIN ED25519 CERT-----\n(.*?)\n-----END ED25519 CERT-----", re.S)
@@ -99,7 +115,8 @@ def local_services(ctl):
     out = []
     for service in service_list.list_services(ctl):
         out.append({"address": service.get("onion_address"), "path": service.get("path"),
-                    "type": service["type"], "ports": service.get("ports")})
+                    "type": service["type"], "ports": service.get("ports"),
+                    "num_intro_points": service.get("num_intro_points")})
     return out
 
 
@@ -148,6 +165,7 @@ def network_view(ctl):
     identities = {r["fingerprint"]: by_digest.get(r["microdescriptor_digest"]) for r in doc["routers"]}
     identities = {k: v for k, v in identities.items() if v is not None}
     ring = hsdir_ring.Ring(period, doc["routers"], identities)
+    ring.flags = dict((r["fingerprint"], r["flags"]) for r in doc["routers"])
     summary = {"valid_after": doc["valid_after"], "hsdirs": len(ring.nodes),
                "replicas": hsdir_ring.param(doc, "hsdir_n_replicas"),
                "spread_fetch": hsdir_ring.param(doc, "hsdir_spread_fetch"),
@@ -171,6 +189,8 @@ class _Service:
         self.path = entry.get("path")
         self.type = entry["type"]
         self.ports = entry.get("ports")
+        self.num_intro_points = entry.get("num_intro_points")
+        self.layers = {}
         self.descriptor = None
         self.revision = self.lifetime = self.blinded = None
         self.responsible = []
@@ -199,13 +219,20 @@ class _Service:
                     break
 
 
-def check(ctl, addresses=None, timeout=DEFAULT_TIMEOUT, min_hsdirs=None, clock=time.monotonic):
+def check(ctl, addresses=None, timeout=DEFAULT_TIMEOUT, min_hsdirs=None, clock=time.monotonic, **options):
     """The health of each service (all of tor's, or those of `addresses`), as a dict for a module result."""
-    return run_check(ctl, addresses, timeout, min_hsdirs, clock)[0]
+    return run_check(ctl, addresses, timeout, min_hsdirs, clock, **options)[0]
 
 
-def run_check(ctl, addresses=None, timeout=DEFAULT_TIMEOUT, min_hsdirs=None, clock=time.monotonic):
-    """check()'s result and {address: the service's working data} (its descriptor texts, for repost)."""
+def run_check(ctl, addresses=None, timeout=DEFAULT_TIMEOUT, min_hsdirs=None, clock=time.monotonic,
+              layers=_layers.OPTIONAL_LAYERS, reach_timeout=REACH_TIMEOUT, reach_attempts=REACH_ATTEMPTS,
+              web_ports=WEB_PORTS):
+    """check()'s result and {address: the service's working data} (its descriptor texts, for repost). layers: the
+    optional layers to check (backend, introduction, reach); tor and descriptor always are."""
+    started = clock()
+    ready, phase = bootstrapped(ctl)
+    answered = clock() - started
+    tor_layer = _layers.layer(True, "the control port answered in %.3f s" % answered, answered, state="answering")
     listed = [s for s in local_services(ctl) if s["address"]]
     if addresses:
         wanted = [a if a.endswith(".onion") else a + ".onion" for a in addresses]
@@ -217,16 +244,27 @@ def run_check(ctl, addresses=None, timeout=DEFAULT_TIMEOUT, min_hsdirs=None, clo
         listed = [s for s in listed if s["address"] in wanted]
     services = [_Service(s) for s in listed]
     exposure, exposure_summary = backend_exposure(ctl, listed)
-    ready, phase = bootstrapped(ctl)
     period, ring, network = network_view(ctl) if ready else (None, None, "tor is bootstrapping (%s)" % phase)
     for service in services:
         service.own_side(ctl, period)
         if period is None and service.pending is None:
             service.pending = network
     asked = [s for s in services if s.pending is None]
+    fetch_seconds = None
     if asked:
+        begun = clock()
         _fetch(ctl, asked, ring, network, timeout, clock)
-    results = [_verdict(s, network if isinstance(network, dict) else None, min_hsdirs) for s in services]
+        fetch_seconds = clock() - begun
+    for service in services:
+        service.layers["tor"] = tor_layer
+        if "backend" in layers:
+            service.layers["backend"] = _layers.backend_layer(service.ports, clock=clock)
+    if "introduction" in layers:
+        introductions(ctl, asked, getattr(ring, "flags", None), clock)
+    if "reach" in layers:
+        reach(ctl, asked, reach_timeout, reach_attempts, web_ports, clock)
+    results = [_verdict(s, network if isinstance(network, dict) else None, min_hsdirs, fetch_seconds)
+               for s in services]
     for entry in results:
         entry["exposed"], entry["exposure_problem"] = exposure[entry["address"]]
     return {
@@ -240,6 +278,114 @@ def run_check(ctl, addresses=None, timeout=DEFAULT_TIMEOUT, min_hsdirs=None, clo
             "number": period.number, "length_minutes": period.length, "srv": period.srv_source},
         "network": network if isinstance(network, dict) else {"problem": network},
     }, {s.address: s for s in services}
+
+
+def introductions(ctl, services, flags, clock=time.monotonic):
+    """Each service's introduction layer from one GETINFO circuit-status (health_layers.intro_circuits)."""
+    if not services:
+        return
+    started = clock()
+    text = ctl.get_info("circuit-status")["circuit-status"]
+    circuits = _layers.parse_circuits(text)
+    seconds = clock() - started
+    for service in services:
+        found = _layers.intro_circuits(circuits, service.service_id, flags)
+        service.layers["introduction"] = _layers.introduction_layer(found, service.num_intro_points, seconds)
+
+
+def reach(ctl, services, timeout=REACH_TIMEOUT, attempts=REACH_ATTEMPTS, web_ports=WEB_PORTS,
+          clock=time.monotonic):
+    """Each service's reach layer: up to `attempts` connections, within `timeout` seconds, as a fresh client through
+    a SocksPort of this very tor on 127.0.0.1 (GETINFO net/listeners/socks) to one configured port of the service
+    (the first of web_ports it has, with an HTTP GET: any HTTP status is an answer, and is reported; 443 over TLS;
+    else its lowest port, a TCP connection), until one answers. All services at once.
+
+    tor's client side fetches the descriptor from the HSDirs and introduces itself like any client's; it does not
+    read the local service's state. Each attempt has a fresh random SOCKS username and password, so tor
+    (IsolateSOCKSAuth, on by default) builds it new circuits. That alone does not make tor fetch the descriptor
+    again: measured on the private network (tor 0.4.8), a second and third attempt with new SOCKS credentials
+    reused the cached descriptor (no HS_DESC REQUESTED), and the HSFETCH of the descriptor layer fills that cache
+    too. SIGNAL NEWNYM purges tor's client-side onion-service state (descriptor cache included): the next attempt
+    fetched it anew (HS_DESC REQUESTED, RECEIVED). So one NEWNYM is sent before the attempts; tor rate-limits
+    NEWNYM to one per 10 seconds and delays one that comes sooner (then seen: the attempt used the cached
+    descriptor), which is why `descriptor_fetches` counts the HS_DESC REQUESTED events of each service seen during
+    its attempts. NEWNYM also makes this tor's other clients' later streams use new circuits.
+
+    A service whose ports are not known (an ephemeral one made by another controller) is not probed: only a
+    configured port is, never one tor would have to answer for."""
+    if not services:
+        return
+    try:
+        value = ctl.get_info("net/listeners/socks")["net/listeners/socks"]
+    except OperationFailed as exc:
+        value, problem = "", "GETINFO net/listeners/socks failed: %s" % exc.message
+    else:
+        problem = "tor has no SocksPort on 127.0.0.1 (net/listeners/socks: %s)" % (value.strip() or "none")
+    socks_port = _layers.socks_listener(value)
+    jobs = []
+    for service in services:
+        choice = _layers.reach_port(service.ports, web_ports)
+        if socks_port is None:
+            service.layers["reach"] = _layers.not_checked(problem)
+        elif choice is None:
+            service.layers["reach"] = _layers.not_checked(
+                "the service's ports are not known (an ephemeral service the collection's record does not hold)"
+                if service.ports is None else "the service has no port")
+        else:
+            jobs.append((service, choice))
+    if not jobs:
+        return
+    first = len(ctl.events)
+    ctl.request("SETEVENTS", ["HS_DESC"])
+    try:
+        try:
+            ctl.signal("NEWNYM")
+        except OperationFailed:
+            pass
+        threads = [threading.Thread(target=_reach_one, args=(service, choice, socks_port, timeout, attempts, clock),
+                                    name="onion-health-reach-%d" % i) for i, (service, choice) in enumerate(jobs)]
+        for thread in threads:
+            thread.daemon = True
+            thread.start()
+        for thread in threads:
+            thread.join()
+        while ctl.sock.wait_event(0.2) is not None:
+            pass
+    finally:
+        ctl.request("SETEVENTS", [])
+    for service, choice in jobs:
+        fetched = 0
+        for event in ctl.events[first:]:
+            words = event.lines[0].text.split()
+            if len(words) >= 3 and words[:2] == ["HS_DESC", "REQUESTED"] and words[2] == service.service_id:
+                fetched += 1
+        found = service.layers["reach"]
+        service.layers["reach"] = _layers.summarize_attempts(found["attempts"], choice[0], found["seconds"], fetched)
+        service.layers["reach"]["socks_port"] = "127.0.0.1:%d" % socks_port
+
+
+def _reach_one(service, choice, socks_port, timeout, attempts, clock):
+    """The attempts at one service (a thread of reach()); its layer left in service.layers["reach"]."""
+    port, mode, tls = choice
+    started = clock()
+    done = []
+    for number in range(attempts):
+        left = started + timeout - clock()
+        if left <= 0:
+            break
+        proxy = _socks.SocksProxy("127.0.0.1", socks_port, username="onionlab-health-" + secrets.token_hex(8),
+                                  password=secrets.token_hex(8))
+        target = _probe.Target(service.address, service.service_id, port, mode, statuses=range(100, 600),
+                               timeout=max(1.0, left / (attempts - number)), tls=tls)
+        begun = clock()
+        outcome = _probe.attempt(proxy, target)
+        done.append({"reachable": outcome.reachable, "status": outcome.status, "reason": outcome.reason,
+                     "error": None if outcome.reachable else outcome.error, "socks_reply": outcome.socks_reply,
+                     "seconds": round(clock() - begun, 3)})
+        if outcome.reachable:
+            break
+        time.sleep(min(1.0, max(0.0, started + timeout - clock())))
+    service.layers["reach"] = {"attempts": done, "seconds": clock() - started}
 
 
 def repost(ctl, address, text, fingerprints, timeout=DEFAULT_TIMEOUT, clock=time.monotonic):
@@ -358,7 +504,22 @@ def _fingerprint(word):
     return match.group(1).upper() if match else None
 
 
-def _verdict(service, network, min_hsdirs):
+def _verdict(service, network, min_hsdirs, fetch_seconds=None):
+    """The service's entry: the descriptor's verdict (_descriptor_verdict) and the other layers."""
+    out = _descriptor_verdict(service, network, min_hsdirs)
+    layers = dict(service.layers)
+    if service.pending is not None:
+        layers["descriptor"] = _layers.layer(None, "pending: %s" % service.pending)
+        out.update(layers=layers, failed_layer=None)
+        return out
+    layers["descriptor"] = _layers.layer(out["healthy"], "; ".join(out["reasons"]), fetch_seconds)
+    failed = _layers.first_failed(layers)
+    out.update(layers=layers, failed_layer=failed, state="healthy" if failed is None else "unhealthy",
+               healthy=failed is None, reasons=_layers.reasons(layers))
+    return out
+
+
+def _descriptor_verdict(service, network, min_hsdirs):
     out = {"address": service.address, "path": service.path, "type": service.type,
            "descriptor": {"built": service.descriptor is not None, "revision": service.revision,
                           "lifetime_minutes": service.lifetime,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import re
 import socket
+import ssl
 import threading
 import time
 
@@ -93,8 +94,9 @@ class Target(object):
     """One thing to reach: name (sent to tor), port, mode and the HTTP expectations."""
 
     def __init__(self, name, service_id, port, mode="http", path="/", statuses=(200,), host_header=None,
-                 body_contains=None, timeout=30.0):
+                 body_contains=None, timeout=30.0, tls=False):
         self.name = name
+        self.tls = tls          # HTTP over TLS (a service's port 443); the certificate is not verified
         self.service_id = service_id
         self.port = port
         self.mode = mode
@@ -292,14 +294,28 @@ def attempt(proxy, target, timeout=None):
     try:
         if target.mode == "tcp":
             return Outcome(True, time_to_first_byte=time.monotonic() - started)
+        if target.tls:
+            sock = _tls(sock, target, deadline)
         outcome = _http(sock, target, started, deadline)
         if outcome.reason == "timeout":
             outcome.error += " (timeout %.3gs)" % timeout
         return outcome
+    except ssl.SSLError as exc:
+        return Outcome(False, "tls_failed", "connected, but the TLS handshake failed: %s" % (exc.reason or exc))
     except OSError as exc:
         return Outcome(False, "connection_lost", "the connection broke: %s" % (exc.strerror or exc))
     finally:
         sock.close()
+
+
+def _tls(sock, target, deadline):
+    """The connection wrapped in TLS (an onion service's certificate is often self-signed: the onion address
+    authenticates the service, so the certificate is not verified)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    sock.settimeout(max(0.001, deadline - time.monotonic()))
+    return context.wrap_socket(sock, server_hostname=target.name)
 
 
 # -- retried until a deadline, every target at once --------------------------------------------

@@ -5,7 +5,8 @@
 
 This is a private module_utils file of onionlab.tor; its API may change at any time.
 
-Only what reaching an onion service needs: the "no authentication" method, one CONNECT with
+Only what reaching an onion service needs: the "no authentication" method (or RFC 1929's username and
+password, which tor takes for stream isolation, IsolateSOCKSAuth: a fresh pair gets circuits of its own), one CONNECT with
 the host name as a domain name (ATYP 3), so that tor itself resolves it (an onion address
 cannot be resolved anywhere else), over TCP or a unix SocksPort. Every read has an absolute
 deadline (time.monotonic()), so a proxy that trickles bytes cannot hold a caller past it.
@@ -32,6 +33,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import To
 
 SOCKS_VERSION = 5
 NO_AUTH = 0x00
+USERNAME_PASSWORD = 0x02
 NO_ACCEPTABLE_METHOD = 0xFF
 CMD_CONNECT = 0x01
 ATYP_IPV4 = 0x01
@@ -130,10 +132,11 @@ class SocksRefused(SocksError):
 class SocksProxy(object):
     """Where tor's SocksPort is: host and port, or the path of a unix SocksPort."""
 
-    def __init__(self, host="127.0.0.1", port=9050, socket_path=None):
+    def __init__(self, host="127.0.0.1", port=9050, socket_path=None, username=None, password=None):
         self.host = host
         self.port = port
         self.socket_path = socket_path
+        self.auth = None if username is None else (username, password or "")
 
     @property
     def where(self):
@@ -233,11 +236,12 @@ def connect_request(host, port):
         + struct.pack("!H", port)
 
 
-def handshake(sock, host, port, deadline, where="the SocksPort"):
-    """Greeting (no authentication) and CONNECT host:port on a socket connected to the proxy.
-    Returns the bound address tor reported, as (host, port). Raises SocksError."""
+def handshake(sock, host, port, deadline, where="the SocksPort", auth=None):
+    """Greeting (no authentication, or auth = (username, password) of RFC 1929) and CONNECT host:port on a
+    socket connected to the proxy. Returns the bound address tor reported, as (host, port). Raises SocksError."""
     request = connect_request(host, port)
-    _send(sock, struct.pack("!BBB", SOCKS_VERSION, 1, NO_AUTH), deadline, "the SOCKS5 greeting", where)
+    offered = NO_AUTH if auth is None else USERNAME_PASSWORD
+    _send(sock, struct.pack("!BBB", SOCKS_VERSION, 1, offered), deadline, "the SOCKS5 greeting", where)
     try:
         version, method = recv_exact(sock, 2, deadline, "answer to the SOCKS5 greeting", where)
     except SocksTimeout:
@@ -247,10 +251,12 @@ def handshake(sock, host, port, deadline, where="the SocksPort"):
         raise SocksProtocolError("%s is not a SOCKS5 proxy: its answer to the greeting starts with 0x%02x, not 0x05%s"
                                  % (where, version, _looks_like(version)))
     if method == NO_ACCEPTABLE_METHOD:
-        raise SocksProtocolError("%s accepts none of the methods offered (no authentication)" % where,
-                                 "auth_required")
-    if method != NO_AUTH:
+        raise SocksProtocolError("%s accepts none of the methods offered (%s)" % (
+            where, "no authentication" if auth is None else "username and password"), "auth_required")
+    if method != offered:
         raise SocksProtocolError("%s chose authentication method 0x%02x, which was not offered" % (where, method))
+    if auth is not None:
+        _userpass(sock, auth, deadline, where)
     _send(sock, request, deadline, "the SOCKS5 CONNECT request", where)
     try:
         version, code, _reserved, atyp = recv_exact(sock, 4, deadline, "reply to CONNECT %s:%d" % (host, port),
@@ -277,6 +283,19 @@ def handshake(sock, host, port, deadline, where="the SocksPort"):
     return bound
 
 
+def _userpass(sock, auth, deadline, where):
+    """RFC 1929's subnegotiation: a username and a password (1 to 255 bytes each; tor accepts any)."""
+    user, password = (part.encode("utf-8") for part in auth)
+    if not 1 <= len(user) <= 255 or not 1 <= len(password) <= 255:
+        raise SocksError("a SOCKS5 username and password are 1 to 255 bytes each", "invalid_auth")
+    _send(sock, struct.pack("!BB", 1, len(user)) + user + struct.pack("!B", len(password)) + password, deadline,
+          "the SOCKS5 username and password", where)
+    _version, status = recv_exact(sock, 2, deadline, "answer to the username and password", where)
+    if status != 0:
+        raise SocksProtocolError("%s refused the username and password (status 0x%02x)" % (where, status),
+                                 "auth_refused")
+
+
 def _looks_like(first):
     if first == 0x00:
         return " (a SOCKS4 reply?)"
@@ -292,7 +311,7 @@ def connect(proxy, host, port, deadline):
     by tor; at the absolute deadline (time.monotonic()) at the latest. Raises SocksError."""
     sock = proxy.open(deadline)
     try:
-        handshake(sock, host, port, deadline, proxy.where)
+        handshake(sock, host, port, deadline, proxy.where, getattr(proxy, "auth", None))
     except BaseException:
         sock.close()
         raise

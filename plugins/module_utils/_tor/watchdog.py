@@ -26,6 +26,16 @@ target port listening on a non-loopback address of the host): a journal line for
 onionlab_watchdog_backend_exposed 1 for it (0 for a port checked and not exposed). Nothing is repaired
 there: binding the backend to 127.0.0.1 or a unix socket is the fix, and a person's.
 
+The check has layers (onion_health.py, health_layers.py: tor, backend, descriptor, introduction, reach). The ladder
+above repairs the descriptor only: a service unhealthy at another layer while its descriptor is fine (a backend
+down, introduction or reach failing) gets a journal line naming the failed layer and no repair (a repost, reload or
+restart would not bring back a backend, and repairs for reach and introduction are not in this version). Each
+service's journal line carries its layers (layers="tor=ok backend=fail descriptor=ok introduction=ok
+reach=fail"), and the textfile one gauge per layer: onionlab_watchdog_layer_ok{onion=...,layer=...} (1 ok, 0
+failed, -1 not checked). When tor's control port does not answer, the line says whether tor is hung (its process
+lives: found as the owner of the control port's listening socket, or by pid_file) or unreachable;
+onionlab_watchdog_tor_hung is 1 for a hung tor. Neither is repaired here.
+
 This is a private module_utils file of onionlab.tor; its API may change at any time.
 """
 
@@ -39,9 +49,10 @@ import time
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import client as _client
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import files
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import health_layers
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import listeners
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion_health
-from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import TorError
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import ControlTimeout, TorError
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.lock import LockTimeout, TorLock
 
 STEPS = (None, "repost", "reload", "restart")
@@ -52,6 +63,8 @@ DEFAULTS = {
     "state_file": "/var/lib/onionlab-watchdog/state.json",
     "metrics_file": "/var/lib/prometheus/node-exporter/onionlab_watchdog.prom",
     "lock_wait": 2.0, "timeout": 10.0, "confirm_checks": 2,
+    "layers": list(health_layers.OPTIONAL_LAYERS), "reach_timeout": 60.0, "reach_attempts": 3,
+    "web_ports": [80, 443], "pid_file": "/run/tor/tor.pid",
 }
 
 
@@ -130,20 +143,35 @@ class Watchdog:
         try:
             with self._connect() as ctl:
                 state["tor_up"] = 1
+                state["tor_hung"] = 0
                 self._run(ctl, state, now)
         except (TorError, OSError) as exc:
             state["tor_up"] = 0
-            self.say(tor="unreachable", evidence=str(exc)[:200], action="none",
-                     result="no repair while tor does not answer (its service manager restarts a tor that died)")
+            c = self.config
+            tor = health_layers.tor_unanswered(
+                str(exc)[:200], control_port=c["control_port"],
+                control_socket=None if c["control_port"] else c["control_socket"], pid_file=c["pid_file"],
+                timed_out=isinstance(exc, ControlTimeout))
+            state["tor_hung"] = 1 if tor["state"] == "hung" else 0
+            for record in state["services"].values():
+                record["layers"] = {"tor": 0}
+            if tor["state"] == "hung":
+                self.say(tor="hung", pid=tor["pid"], evidence=tor["evidence"][:300], action="none",
+                         result="no repair of a hung tor in this version (a service manager does not restart a "
+                                "live process)")
+            else:
+                self.say(tor="unreachable", evidence=tor["evidence"][:300], action="none",
+                         result="no repair while tor does not answer (its service manager restarts a tor that died)")
         _atomic(self.config["state_file"], json.dumps(state, sort_keys=True, indent=1) + "\n", 0o600)
         if self.config["metrics_file"]:
             _atomic(self.config["metrics_file"], metrics_text(state))
         return state
 
     def _run(self, ctl, state, now):
+        c = self.config
         result, services = onion_health.run_check(
-            ctl, addresses=self.config["addresses"], timeout=self.config["fetch_timeout"],
-            min_hsdirs=self.config["min_hsdirs"])
+            ctl, addresses=c["addresses"], timeout=c["fetch_timeout"], min_hsdirs=c["min_hsdirs"], layers=c["layers"],
+            reach_timeout=c["reach_timeout"], reach_attempts=c["reach_attempts"], web_ports=c["web_ports"])
         ready = onion_health.bootstrapped(ctl)[0]
         lock = None
         problem = (result.get("exposure") or {}).get("problem")
@@ -158,37 +186,50 @@ class Watchdog:
             record["checks"] += 1
             record["state"] = entry["state"]
             record["holding"] = entry["counts"].get("current", 0) if entry["counts"] else 0
+            layers = entry.get("layers") or {}
+            record["layers"] = dict((name, {True: 1, False: 0}.get(layers[name].get("ok"), -1)) for name in layers)
+            shown = layer_words(layers)
             evidence = "; ".join(entry["reasons"])
+            extra = {"layer": entry.get("failed_layer") or "none", "layers": shown} if layers else {}
             if entry["state"] == "healthy":
                 if record["step"]:
-                    self.say(service=address, state="healthy", evidence=evidence, action="none",
-                             result="healthy again after step %d (%s)" % (record["step"], STEPS[record["step"]]))
+                    self.say(service=address, state="healthy", evidence=evidence, action="none", **dict(extra, result=(
+                        "healthy again after step %d (%s)" % (record["step"], STEPS[record["step"]]))))
                 record.update(streak=0, step=0, last_healthy=now)
                 continue
             if entry["state"] == "pending":
-                self.say(service=address, state="pending", evidence=evidence, action="none", result="nothing to judge")
+                self.say(service=address, state="pending", evidence=evidence, action="none",
+                         **dict(extra, result="nothing to judge"))
                 continue
             record["failures"] += 1
             record["streak"] += 1
+            failed = entry.get("failed_layer")
+            if failed not in (None, "descriptor") and (layers.get("descriptor") or {}).get("ok") is not False:
+                # the descriptor is fine: reposting, reloading or restarting tor would not help this layer
+                self.say(service=address, state="unhealthy", evidence=evidence, action="none", **dict(
+                    extra, result="the %s layer failed, the descriptor is fine: no descriptor repair; no repair "
+                                  "for the %s layer in this version" % (failed, failed)))
+                continue
             if record["streak"] < self.config["confirm_checks"]:
-                self.say(service=address, state="unhealthy", evidence=evidence, action="none",
-                         result="unhealthy %d time(s) in a row; a repair after %d" % (
-                             record["streak"], self.config["confirm_checks"]))
+                self.say(service=address, state="unhealthy", evidence=evidence, action="none", **dict(
+                    extra, result="unhealthy %d time(s) in a row; a repair after %d" % (
+                        record["streak"], self.config["confirm_checks"])))
                 continue
             if self.config["report_only"]:
-                self.say(service=address, state="unhealthy", evidence=evidence, action="none", result="report only")
+                self.say(service=address, state="unhealthy", evidence=evidence, action="none",
+                         **dict(extra, result="report only"))
                 continue
             if not ready:
                 self.say(service=address, state="unhealthy", evidence=evidence, action="none",
-                         result="tor is bootstrapping")
+                         **dict(extra, result="tor is bootstrapping"))
                 continue
             if lock is None:
                 lock = self._take_lock(ctl)
             if lock is False:
                 self.say(service=address, state="unhealthy", evidence=evidence, action="none",
-                         result="a run of the collection holds the tor's lock; no repair now")
+                         **dict(extra, result="a run of the collection holds the tor's lock; no repair now"))
                 continue
-            self._repair(ctl, state, record, entry, services[address], evidence, now)
+            self._repair(ctl, state, record, entry, services[address], evidence, now, extra)
         if lock:
             lock.release()
 
@@ -216,7 +257,7 @@ class Watchdog:
         except LockTimeout:
             return False
 
-    def _repair(self, ctl, state, record, entry, service, evidence, now):
+    def _repair(self, ctl, state, record, entry, service, evidence, now, extra=None):
         notes = []
         step = min(record["step"] + 1, 3)
         if step == 1 and not onion_health.reference_text(service):
@@ -246,7 +287,7 @@ class Watchdog:
             record["step"] = step
             record["repairs"][STEPS[step]] = record["repairs"].get(STEPS[step], 0) + 1
         self.say(service=entry["address"], state="unhealthy", evidence=evidence, action=STEPS[step] or "none",
-                 result="; ".join(notes + [outcome]))
+                 **dict(extra or {}, result="; ".join(notes + [outcome])))
 
     def _repost(self, ctl, entry, service):
         text = onion_health.reference_text(service)
@@ -256,6 +297,12 @@ class Watchdog:
         outcome = onion_health.repost(ctl, entry["address"], text, lacking, self.config["fetch_timeout"])
         return "posted to %d HSDirs: %d uploaded, %d failed, %d no answer" % (
             len(lacking), outcome["uploaded"], outcome["failed"], outcome["no_answer"])
+
+
+def layer_words(layers):
+    """'tor=ok backend=fail descriptor=ok introduction=ok reach=unchecked' of a service's layers."""
+    return " ".join("%s=%s" % (name, {True: "ok", False: "fail"}.get(layers[name].get("ok"), "unchecked"))
+                    for name in health_layers.LAYERS if name in layers)
 
 
 def metrics_text(state):
@@ -275,6 +322,8 @@ def metrics_text(state):
 
     family("onionlab_watchdog_tor_up", "gauge", "Whether tor answered on its control port at the last run.",
            [("", state.get("tor_up", 0))])
+    family("onionlab_watchdog_tor_hung", "gauge", "1: tor's process lives but its control port did not answer at "
+           "the last run.", [("", state.get("tor_hung", 0))])
     family("onionlab_watchdog_last_run_timestamp_seconds", "gauge", "When the watchdog last ran.",
            [("", int(state.get("last_run", 0)))])
     family("onionlab_watchdog_checks_total", "counter", "Checks of the service.",
@@ -291,6 +340,11 @@ def metrics_text(state):
            [(label(a), r.get("holding", 0)) for a, r in services])
     family("onionlab_watchdog_last_healthy_timestamp_seconds", "gauge", "When the service was last healthy.",
            [(label(a), int(r["last_healthy"])) for a, r in services])
+    family("onionlab_watchdog_layer_ok", "gauge",
+           "Each layer of the service's verdict at the last run: 1 ok, 0 failed, -1 not checked (tor, backend, "
+           "descriptor, introduction, reach).",
+           [(label(a, layer=n), r["layers"][n]) for a, r in services
+            for n in health_layers.LAYERS if n in (r.get("layers") or {})])
     family("onionlab_watchdog_backend_exposed", "gauge",
            "1: the service port's target also listens on a non-loopback address (a scan of the host finds the "
            "backend); 0: loopback or unix socket only. Fix: bind the backend to 127.0.0.1 or a unix socket.",

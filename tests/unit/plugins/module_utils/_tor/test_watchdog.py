@@ -39,7 +39,7 @@ class FakeCtl(object):
 def bed(tmp_path, monkeypatch):
     script = {"states": [], "ready": True, "posted": []}
 
-    def run_check(ctl, addresses=None, timeout=None, min_hsdirs=None):
+    def run_check(ctl, addresses=None, timeout=None, min_hsdirs=None, **options):
         state, kind = script["states"].pop(0)
         entry = {"address": ADDRESS, "type": kind, "state": state, "reasons": ["scripted %s" % state],
                  "counts": {"current": 6 if state == "healthy" else 0},
@@ -139,7 +139,8 @@ def test_tor_not_answering_is_reported_never_repaired(bed, tmp_path):
     def refuse():
         raise ConnectionFailed("tor at /run/tor/control refused the connection")
     out = io.StringIO()
-    state = watchdog.Watchdog({"state_file": str(tmp_path / "s.json"), "metrics_file": str(tmp_path / "m.prom")},
+    state = watchdog.Watchdog({"state_file": str(tmp_path / "s.json"), "metrics_file": str(tmp_path / "m.prom"),
+                               "control_socket": str(tmp_path / "none"), "pid_file": str(tmp_path / "none.pid")},
                               connect=refuse, restart=lambda: pytest.fail("restarted"), out=out).run()
     assert state["tor_up"] == 0 and "tor=unreachable" in out.getvalue() and "action=none" in out.getvalue()
     assert "onionlab_watchdog_tor_up 0" in (tmp_path / "m.prom").read_text()
@@ -169,7 +170,7 @@ def test_an_exposed_backend_is_a_journal_line_and_a_metric_never_a_repair(bed, m
     checks = [{"exposed": [{"port": 80, "target": "127.0.0.1:8080", "listening_on": ["0.0.0.0:8080", "[::]:8080"]}]},
               {"exposed": None, "problem": "tor's process 77 is not on this host"}]
 
-    def run_check(ctl, addresses=None, timeout=None, min_hsdirs=None):
+    def run_check(ctl, addresses=None, timeout=None, min_hsdirs=None, **options):
         check = checks.pop(0)
         entry = {"address": ADDRESS, "type": "persistent", "state": "healthy", "reasons": ["scripted"],
                  "counts": {"current": 6}, "hsdirs": [], "exposed": check["exposed"]}
