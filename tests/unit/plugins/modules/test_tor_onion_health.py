@@ -5,6 +5,7 @@ pending): the backend check all the same, each exposed port a warning and an ent
 (listeners read from a /proc of recorded text for the fake's PID); none when tor is not a process of this host."""
 
 import os
+import socket
 
 import pytest
 
@@ -84,3 +85,37 @@ def test_not_checked_when_tor_is_not_a_process_of_this_host(runner, fake, tmp_pa
     assert result["exposed"] == [] and not result.get("warnings")
     entry = result["services"][0]
     assert entry["exposed"] is None and entry["exposure_problem"] == result["exposure"]["problem"]
+
+
+@pytest.mark.parametrize("args, message", [
+    ({"reach_timeout": 0}, "reach_timeout must be a positive number of seconds, got 0"),
+    ({"reach_attempts": 0}, "reach_attempts must be between 1 and 20, got 0"),
+    ({"web_ports": [80, 70000]}, "web_ports must be ports between 1 and 65535, got 70000"),
+    ({"layers": ["reach", "dns"]}, "layers"),
+])
+def test_bad_layer_options_one_message_each(runner, fake, args, message):
+    assert message in runner.fails(module, control_port=fake.port, **args)["msg"]
+
+
+def test_layers_of_a_pending_service(runner, fake, tmp_path, proc):
+    exposed = _services(runner, fake, tmp_path)[0]
+    entry = runner.ok(module, control_port=fake.port, addresses=[exposed])["services"][0]
+    assert sorted(entry["layers"]) == ["backend", "descriptor", "tor"] and entry["failed_layer"] is None
+    assert entry["layers"]["tor"]["ok"] is True and entry["layers"]["descriptor"]["ok"] is None
+    assert [p["port"] for p in entry["layers"]["backend"]["ports"]] == [80, 81, 443]
+    only = runner.ok(module, control_port=fake.port, addresses=[exposed], layers=[])["services"][0]
+    assert sorted(only["layers"]) == ["descriptor", "tor"]
+
+
+def test_a_control_port_that_accepts_but_never_answers_is_a_hung_tor(runner):
+    """The listening socket's owner (this process) lives: hung, with its PID; one fail_json, no traceback."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(1)
+    try:
+        result = runner.fails(module, control_port=silent.getsockname()[1], timeout=0.5)
+    finally:
+        silent.close()
+    assert result["msg"].startswith("tor hung: tor's process %d (" % os.getpid()), result["msg"]
+    assert result["tor"]["state"] == "hung" and result["tor"]["pid"] == os.getpid()
+    assert result["error"] == "ControlTimeout"
