@@ -53,8 +53,9 @@ def not_checked(why):
 
 
 # -- tor: answering, hung or gone ---------------------------------------------------------------------
-def _inodes_tcp(port, proc=PROC):
+def _inodes_tcp(port, proc=None):
     """Inodes of the LISTEN sockets on TCP port `port` in this network namespace."""
+    proc = proc or PROC
     out = set()
     for name in ("tcp", "tcp6"):
         try:
@@ -69,8 +70,9 @@ def _inodes_tcp(port, proc=PROC):
     return out
 
 
-def _inodes_unix(path, proc=PROC):
+def _inodes_unix(path, proc=None):
     """Inodes of the listening unix sockets bound to `path`."""
+    proc = proc or PROC
     out = set()
     try:
         with open("%s/net/unix" % proc) as handle:
@@ -84,8 +86,9 @@ def _inodes_unix(path, proc=PROC):
     return out
 
 
-def socket_owner(inodes, proc=PROC):
+def socket_owner(inodes, proc=None):
     """The PID of a process holding one of the socket inodes (None when none is readable)."""
+    proc = proc or PROC
     if not inodes:
         return None
     wanted = set("socket:[%s]" % i for i in inodes)
@@ -106,8 +109,9 @@ def socket_owner(inodes, proc=PROC):
     return None
 
 
-def process_state(pid, proc=PROC):
+def process_state(pid, proc=None):
     """(state letter, command name) of a live process from /proc/PID/stat; None when it is gone (or a zombie)."""
+    proc = proc or PROC
     try:
         with open("%s/%d/stat" % (proc, pid)) as handle:
             text = handle.read()
@@ -124,8 +128,9 @@ STATE_WORDS = {"T": "stopped by a signal", "t": "stopped by a debugger", "D": "i
                "R": "running", "S": "sleeping"}
 
 
-def find_tor_pid(control_port=None, control_socket=None, pid_file=None, proc=PROC):
+def find_tor_pid(control_port=None, control_socket=None, pid_file=None, proc=None):
     """(pid, how it was found) of the tor behind a control port or socket; (None, why not)."""
+    proc = proc or PROC
     inodes = _inodes_tcp(control_port, proc) if control_port else _inodes_unix(control_socket, proc) \
         if control_socket else set()
     pid = socket_owner(inodes, proc)
@@ -145,10 +150,11 @@ def find_tor_pid(control_port=None, control_socket=None, pid_file=None, proc=PRO
         "port" if control_port else "socket")
 
 
-def tor_unanswered(error, control_port=None, control_socket=None, pid_file=None, proc=PROC, timed_out=True):
+def tor_unanswered(error, control_port=None, control_socket=None, pid_file=None, proc=None, timed_out=True):
     """The tor layer when the control port did not answer (`error`, the exception's text; timed_out: it accepted
     the connection or command but gave no answer in time): state "hung" when it timed out and tor's process lives,
     else "unreachable"."""
+    proc = proc or PROC
     pid, how = find_tor_pid(control_port, control_socket, pid_file, proc)
     live = process_state(pid, proc) if pid is not None else None
     if live is not None and not timed_out:

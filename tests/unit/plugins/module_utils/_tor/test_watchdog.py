@@ -194,3 +194,70 @@ def test_an_exposed_backend_is_a_journal_line_and_a_metric_never_a_repair(bed, m
     assert lines == ['onionlab-watchdog: backend=unchecked evidence="tor\'s process 77 is not on this host" '
                      'action=none result="whether a backend also listens on a non-loopback address is not known"']
     assert "onionlab_watchdog_backend_exposed{" not in (bed["tmp"] / "wd.prom").read_text()
+
+
+def _layered(state, failed, oks):
+    """A scripted entry with layers: oks {layer: True/False/None}."""
+    layers = dict((name, {"ok": ok, "evidence": "%s evidence" % name}) for name, ok in oks.items())
+    return {"address": ADDRESS, "type": "persistent", "state": state, "failed_layer": failed, "layers": layers,
+            "reasons": ["%s: %s evidence" % (n, n) for n in oks], "counts": {"current": 6},
+            "hsdirs": [{"fingerprint": "%040X" % i, "result": "current" if oks["descriptor"] else "missing"}
+                       for i in range(6)]}
+
+
+def test_a_layer_other_than_the_descriptor_is_named_never_repaired_as_a_descriptor(bed, monkeypatch):
+    """Backend or reach failing with the descriptor fine: no repost, reload or restart; the line names the layer
+    and carries every layer; one gauge per layer (1, 0, -1 not checked). A failed descriptor still climbs the ladder."""
+    checks = [_layered("unhealthy", "backend", {"tor": True, "backend": False, "descriptor": True,
+                                                "introduction": True, "reach": False}),
+              _layered("unhealthy", "reach", {"tor": True, "backend": True, "descriptor": True,
+                                              "introduction": True, "reach": False}),
+              _layered("unhealthy", "descriptor", {"tor": True, "backend": True, "descriptor": False,
+                                                   "introduction": True, "reach": None})]
+    def run_check(ctl, **options):
+        return {"services": [checks.pop(0)]}, {ADDRESS: object()}
+    monkeypatch.setattr(onion_health, "run_check", run_check)
+    lines = bed["run"]([None, None, None])
+    assert _actions(lines) == ["none", "none", "repost"], lines
+    assert 'layer=backend layers="tor=ok backend=fail descriptor=ok introduction=ok reach=fail"' in lines[0]
+    assert "the backend layer failed, the descriptor is fine: no descriptor repair" in lines[0]
+    assert "layer=reach" in lines[1] and "no repair for the reach layer in this version" in lines[1]
+    assert "layer=descriptor" in lines[2] and "reach=unchecked" in lines[2]
+    assert bed["ctl"].signals == [] and bed["restarts"] == [] and len(bed["script"]["posted"]) == 1
+    metrics = (bed["tmp"] / "wd.prom").read_text()
+    onion = ADDRESS[:-6]
+    assert "# TYPE onionlab_watchdog_layer_ok gauge" in metrics
+    for name, value in (("tor", 1), ("backend", 1), ("descriptor", 0), ("introduction", 1), ("reach", -1)):
+        assert 'onionlab_watchdog_layer_ok{onion="%s",layer="%s"} %d' % (onion, name, value) in metrics, metrics
+
+
+def test_a_tor_that_accepts_but_never_answers_is_hung(bed, tmp_path, monkeypatch):
+    """ControlTimeout and tor's process alive (a recorded /proc: the control port's socket held by PID 321, stopped):
+    tor=hung with its PID, no repair, onionlab_watchdog_tor_hung 1; the layer gauges of known services say tor 0."""
+    from ansible_collections.onionlab.tor.plugins.module_utils._tor import health_layers
+    from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import ControlTimeout
+    import os
+    proc = tmp_path / "proc"
+    (proc / "net").mkdir(parents=True)
+    (proc / "net" / "tcp").write_text(
+        "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+        "   0: 0100007F:2353 00000000:0000 0A 00000000:00000000 00:00000000 00000000   105        0 4242 1 0\n")
+    (proc / "321" / "fd").mkdir(parents=True)
+    (proc / "321" / "stat").write_text("321 (tor) T 1 321 0 0")
+    os.symlink("socket:[4242]", str(proc / "321" / "fd" / "7"))
+    monkeypatch.setattr(health_layers, "PROC", str(proc))
+    bed["run"]([("healthy", "persistent")])
+
+    def silent():
+        raise ControlTimeout("tor at port 127.0.0.1:9043 did not answer within 10.0s")
+    out = io.StringIO()
+    state = watchdog.Watchdog({"state_file": str(tmp_path / "state.json"), "metrics_file": str(tmp_path / "wd.prom"),
+                               "control_port": 9043}, connect=silent, restart=lambda: pytest.fail("restarted"),
+                              out=out).run()
+    line = out.getvalue()
+    assert state["tor_up"] == 0 and state["tor_hung"] == 1
+    assert line.startswith("onionlab-watchdog: tor=hung pid=321 evidence=\"tor's process 321 (tor, stopped by a "
+                           "signal) lives") and "action=none" in line, line
+    metrics = (tmp_path / "wd.prom").read_text()
+    assert "onionlab_watchdog_tor_hung 1" in metrics
+    assert 'onionlab_watchdog_layer_ok{onion="%s",layer="tor"} 0' % ADDRESS[:-6] in metrics
