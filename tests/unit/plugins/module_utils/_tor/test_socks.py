@@ -332,3 +332,45 @@ def test_nothing_leaks_when_refused():
                 connect(fake)
     if before is not None:
         assert len(os.listdir("/proc/self/fd")) <= before + 2
+
+
+def _userpass(peer, status=0):
+    """Read RFC 1929's subnegotiation, answer status; returns (username, password)."""
+    version, length = peer.recv_exact(2)
+    user = peer.recv_exact(length)
+    (length,) = peer.recv_exact(1)
+    password = peer.recv_exact(length)
+    peer.fake.logins = getattr(peer.fake, "logins", []) + [(version, user.decode(), password.decode())]
+    peer.send(bytes([1, status]))
+
+
+def test_username_and_password_for_stream_isolation():
+    """RFC 1929 (tor's IsolateSOCKSAuth): only method 02 offered, then 01 ulen user plen password."""
+    def handler(peer):
+        peer.greeting(0x02)
+        _userpass(peer)
+        peer.request()
+        peer.reply(0)
+        peer.hold(2)
+
+    with FakeSocks(handler) as fake:
+        proxy = socks.SocksProxy("127.0.0.1", fake.port, username="probe-1f", password="s3")
+        socks.connect(proxy, ONION, 80, time.monotonic() + 5).close()
+    assert fake.greetings == [b"\x05\x01\x02"] and fake.logins == [(1, "probe-1f", "s3")]
+    assert fake.requests == [(ONION, 80)] and fake.errors == []
+
+
+@pytest.mark.parametrize("method, status, reason", [(0x00, 0, "protocol_error"), (0xFF, 0, "auth_required"),
+                                                    (0x02, 1, "auth_refused")])
+def test_username_and_password_refused(method, status, reason):
+    def handler(peer):
+        peer.greeting(method)
+        if method == 0x02:
+            _userpass(peer, status)
+        peer.hold(2)
+
+    with FakeSocks(handler) as fake:
+        proxy = socks.SocksProxy("127.0.0.1", fake.port, username="u", password="p")
+        with pytest.raises(socks.SocksError) as info:
+            socks.connect(proxy, ONION, 80, time.monotonic() + 5).close()
+    assert info.value.reason == reason, info.value

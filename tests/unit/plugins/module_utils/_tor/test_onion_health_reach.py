@@ -1,0 +1,117 @@
+# Copyright (c) 2026, onionlab.tor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""onion_health.reach() (issue 38.1) against a scripted control connection and a scripted SocksPort
+(harness/fake_socks.py): the SocksPort found in net/listeners/socks (127.0.0.1 only), one NEWNYM before the
+attempts, a fresh SOCKS username and password per attempt (RFC 1929), attempts until one answers, the HTTP status
+reported, the service's HS_DESC REQUESTED events counted; not checked without a SocksPort or without known ports."""
+
+import threading
+
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion, onion_health
+from harness.fake_socks import FakeSocks, http_response
+
+ADDRESS = onion.onion_address(onion.ed25519_public_from_expanded(bytes(range(64)))) + ".onion"
+SID = ADDRESS[:-len(".onion")]
+
+
+class _Event(object):
+    def __init__(self, text):
+        self.lines = [type("Line", (), {"text": text, "data": None})()]
+
+
+class FakeCtl(object):
+    def __init__(self, listeners):
+        self.listeners = listeners
+        self.events = []
+        self.calls = []
+        self.pending = []
+        self.sock = self
+
+    def get_info(self, key):
+        self.calls.append(("GETINFO", key))
+        return {key: self.listeners}
+
+    def request(self, keyword, args):
+        self.calls.append((keyword, tuple(args)))
+
+    def signal(self, name):
+        self.calls.append(("SIGNAL", name))
+        self.pending.append(_Event("HS_DESC REQUESTED %s NO_AUTH $%s~relay0 KEY" % (SID, "A" * 40)))
+
+    def wait_event(self, timeout):
+        if self.pending:
+            self.events.append(self.pending.pop(0))
+            return self.events[-1]
+        return None
+
+
+def _service(ports):
+    return onion_health._Service({"address": ADDRESS, "type": "persistent", "ports": ports})
+
+
+def _login(peer):
+    _version, length = peer.recv_exact(2)
+    user = peer.recv_exact(length).decode()
+    (length,) = peer.recv_exact(1)
+    peer.recv_exact(length)
+    with lock:
+        peer.fake.users = getattr(peer.fake, "users", []) + [user]
+    peer.send(bytes([1, 0]))
+
+
+lock = threading.Lock()
+
+
+def test_newnym_then_fresh_credentials_per_attempt_until_one_answers():
+    def handler(peer):
+        peer.greeting(0x02)
+        _login(peer)
+        peer.request()
+        if peer.index == 0:
+            peer.reply(0xF2)         # introduction failed
+            return
+        peer.reply(0)
+        peer.http(http_response(503, b"busy"))
+
+    with FakeSocks(handler) as fake:
+        ctl = FakeCtl('"[::1]:9050" "127.0.0.1:%d"' % fake.port)
+        service = _service([{"port": 22}, {"port": 80, "target_address": "127.0.0.1", "target_port": 8080}])
+        onion_health.reach(ctl, [service], timeout=20, attempts=3)
+    layer = service.layers["reach"]
+    assert ctl.calls[:3] == [("GETINFO", "net/listeners/socks"), ("SETEVENTS", ("HS_DESC",)), ("SIGNAL", "NEWNYM")]
+    assert ctl.calls[-1] == ("SETEVENTS", ())
+    assert fake.requests == [(ADDRESS, 80)] * 2 and len(set(fake.users)) == 2
+    assert all(u.startswith("onionlab-health-") for u in fake.users)
+    assert layer["ok"] is True and layer["port"] == 80 and layer["socks_port"] == "127.0.0.1:%d" % fake.port
+    assert [a["socks_reply"] for a in layer["attempts"]] == [0xF2, None]
+    assert layer["attempts"][1]["status"] == 503 and layer["descriptor_fetches"] == 1
+    assert layer["evidence"].startswith("1 of 2 fresh connections to port 80 answered (HTTP 503 in ")
+
+
+def test_every_attempt_failing_names_the_socks_error():
+    def handler(peer):
+        peer.greeting(0x02)
+        _login(peer)
+        peer.request()
+        peer.reply(0x01)
+
+    with FakeSocks(handler) as fake:
+        ctl = FakeCtl('"127.0.0.1:%d"' % fake.port)
+        service = _service([{"port": 8333}])
+        onion_health.reach(ctl, [service], timeout=3, attempts=2)
+    layer = service.layers["reach"]
+    assert layer["ok"] is False and fake.requests == [(ADDRESS, 8333)] * 2
+    assert layer["evidence"].startswith("0 of 2 fresh connections to port 8333 in ")
+    assert "SOCKS error 0x01 general failure" in layer["evidence"]
+
+
+def test_not_checked_without_a_loopback_socksport_or_known_ports():
+    ctl = FakeCtl('"0.0.0.0:9050" "unix:/run/tor/socks"')
+    service = _service([{"port": 80}])
+    onion_health.reach(ctl, [service])
+    assert service.layers["reach"]["ok"] is None and "no SocksPort on 127.0.0.1" in service.layers["reach"]["evidence"]
+    assert ("SIGNAL", "NEWNYM") not in ctl.calls
+    ctl = FakeCtl('"127.0.0.1:9050"')
+    unknown = _service(None)
+    onion_health.reach(ctl, [unknown])
+    assert unknown.layers["reach"]["ok"] is None and "ports are not known" in unknown.layers["reach"]["evidence"]
