@@ -388,3 +388,29 @@ def test_targets_are_probed_at_once():
     assert all(r["reachable"] for r in results)
     assert took < 2.5          # six half-second answers, not one after another (3 s)
     assert sorted(host for host, _port in fake.requests) == sorted(t.name for t in targets)
+
+
+def test_http_over_tls_with_a_self_signed_certificate(tmp_path):
+    """A target with tls (a service's port 443, onion_health's reach): TLS inside the SOCKS connection, the
+    certificate not verified (the onion address authenticates the service), the HTTP status read."""
+    import shutil
+    import ssl
+    import subprocess
+    if not shutil.which("openssl"):
+        pytest.skip("openssl makes the test's certificate")
+    key, cert = str(tmp_path / "key.pem"), str(tmp_path / "cert.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+                    "-days", "1", "-subj", "/CN=test.onion"], check=True, capture_output=True)
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(cert, key)
+
+    def handler(peer):
+        peer.accept()
+        peer.conn = server.wrap_socket(peer.conn, server_side=True)
+        peer.http(http_response(204, b""))
+
+    with FakeSocks(handler) as fake:
+        target = probe.Target(ONION, ONION[:-6], 443, "http", statuses=range(100, 600), timeout=10, tls=True)
+        outcome = probe.attempt(socks.SocksProxy("127.0.0.1", fake.port), target)
+    assert outcome.reachable and outcome.status == 204, outcome.error
+    assert fake.http_requests and fake.http_requests[0].startswith(b"GET / HTTP/1.0\r\n")
