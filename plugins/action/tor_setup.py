@@ -20,7 +20,7 @@ display = Display()
 
 MODULE = 'onionlab.tor.tor_setup'
 _MODULE_ARGS = ('torrc', 'config_file', 'config_dir', 'os_defaults_torrc', 'torrc_takeover', 'install', 'package_name',
-                'package_state', 'service', 'service_name', 'service_state', 'service_enabled')
+                'package_state', 'service', 'service_name', 'service_state', 'service_enabled', 'watchdog_sec')
 
 
 class _Failed(Exception):
@@ -72,6 +72,9 @@ class ActionModule(ActionBase):
         module_args = dict((k, args[k]) for k in _MODULE_ARGS if k in args)
         install = boolean(args.get('install', True), strict=False)
         manage_service = boolean(args.get('service', True), strict=False)
+        if not manage_service or module_args.get('watchdog_sec') in (None, ''):
+            # the watchdog drop-in belongs to the service: tasks_from configure (the torrc only) leaves it alone
+            module_args.pop('watchdog_sec', None)
         enabled = boolean(args.get('service_enabled', True), strict=False)
         probe = self._run(MODULE, module_args, task_vars)
         facts = task_vars.get('ansible_facts') or {}
@@ -91,6 +94,9 @@ class ActionModule(ActionBase):
             messages += torrc['messages']
             self._steps.update(torrc['steps'])
             changed = changed or torrc['changed']
+        # the drop-in is written in the run that found the package installed (probe, or torrc after the install)
+        unit_run = probe if probe['configured'] else torrc
+        watchdog_restart = bool(unit_run.get('watchdog_restart'))
         torrc_changed = self._steps.get('torrc') == 'changed'
         service = args.get('service_name', 'tor')
         state = args.get('service_state', 'started')
@@ -103,7 +109,8 @@ class ActionModule(ActionBase):
             else:
                 self._steps['service'] = 'ok'
             # what the handlers Restart tor / Reload tor do, at the end of the role as they would be
-            if state != 'stopped' and installed:
+            # a new WatchdogSec that the running tor does not ping for yet: tor reads it only when it starts
+            if state != 'stopped' and (installed or watchdog_restart):
                 self._run('ansible.builtin.service', {'name': service, 'state': 'restarted'}, task_vars, 'restart')
             elif state != 'stopped' and torrc_changed:
                 self._run('ansible.builtin.service', {'name': service, 'state': 'reloaded'}, task_vars, 'reload')
@@ -121,18 +128,23 @@ class ActionModule(ActionBase):
         if torrc.get('backup_file'):
             facts_out['tor_torrc_backup'] = torrc['backup_file']
         out = dict(changed=changed, steps=self._steps, messages=messages, dropped=torrc['dropped'],
-                   tor_not_installed_yet=not_installed_yet, ansible_facts=facts_out)
+                   tor_not_installed_yet=not_installed_yet, ansible_facts=facts_out, watchdog_restart=watchdog_restart)
         if torrc.get('backup_file'):
             out['backup_file'] = torrc['backup_file']
         if messages:
             out['msg'] = ' '.join(messages)
+        diffs = []
         if 'before_hidden_b64' in torrc:
             # the module hid the secret values on the host: the current torrc itself never crosses the connection
             path = args.get('config_file', '/etc/tor/torrc')
-            out['diff'] = {'before_header': path, 'after_header': path,
-                           'before': guard.hide_secrets(to_text(base64.b64decode(torrc['before_hidden_b64']),
-                                                                errors='surrogate_or_replace')),
-                           'after': guard.hide_secrets(to_text(args['torrc']))}
+            diffs.append({'before_header': path, 'after_header': path,
+                          'before': guard.hide_secrets(to_text(base64.b64decode(torrc['before_hidden_b64']),
+                                                               errors='surrogate_or_replace')),
+                          'after': guard.hide_secrets(to_text(args['torrc']))})
+        if unit_run.get('watchdog_diff'):
+            diffs.append(unit_run['watchdog_diff'])
+        if diffs:
+            out['diff'] = diffs[0] if len(diffs) == 1 else diffs
         host = task_vars.get('inventory_hostname', '')
         for message in messages:
             display.display('%s: %s' % (host, message))

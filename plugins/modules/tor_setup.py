@@ -127,6 +127,18 @@ options:
     description: Start tor at boot.
     type: bool
     default: true
+  watchdog_sec:
+    description:
+      - systemd's C(WatchdogSec) for the unit whose main process is tor (Debian's C(tor@default.service) for
+        O(service_name=tor), else O(service_name)), in seconds, as a drop-in
+        C(/etc/systemd/system/UNIT.d/onionlab-watchdog.conf); V(0) removes the drop-in. Not set: left alone.
+      - tor (built with libsystemd) sends C(WATCHDOG=1) every C(WatchdogSec/2) from its main loop; when it stops (a
+        hung or stopped process) systemd aborts it and the unit's C(Restart=on-failure) starts it again.
+      - A changed drop-in is followed by C(systemctl daemon-reload). tor learns the value only when it starts, and
+        systemd keeps a running service's watchdog across daemon-reload, so a new value takes effect when tor next
+        starts. The running tor is restarted only when it runs without a watchdog and one is asked for; a new length
+        or V(0) restarts nothing (the run says that the running tor keeps its watchdog until it next starts).
+    type: int
   tor_missing:
     description:
       - Set by the action plugin, not by a task. Check mode found the package not installed yet; the torrcs are then
@@ -146,7 +158,7 @@ attributes:
     details: Nothing is changed; tor still checks the new torrc (in a private scratch directory).
   diff_mode:
     support: full
-    details: The torrc's diff, secret values hidden.
+    details: The torrc's diff, secret values hidden, and the watchdog drop-in's.
   platform:
     description: Target OS/families that can be operated against.
     support: full
@@ -184,6 +196,10 @@ backup_file:
   description: The backup of the torrc this run replaced.
   returned: when the torrc was replaced
   type: str
+watchdog_restart:
+  description: The running tor has no watchdog and one is asked for; the action restarts it (see O(watchdog_sec)).
+  returned: always
+  type: bool
 messages:
   description: What the run says (what the new torrc drops, where the old one is kept, what check mode would do).
   returned: always
@@ -200,6 +216,7 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native, to_text
 
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import systemd_watchdog
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import torrc as guard
 
 DEFAULTS_TORRC = {'Debian': '/usr/share/tor/tor-service-defaults-torrc', 'RedHat': '/usr/share/tor/defaults-torrc'}
@@ -370,6 +387,64 @@ class Torrc(object):
         result['changed'] = result['changed'] or changed or torrc_changed
 
 
+def watchdog(module, result, family):
+    """The drop-in with WatchdogSec for tor's unit (systemd_watchdog decides), daemon-reload when it changed."""
+    p = module.params
+    unit = systemd_watchdog.unit(family, p['service_name'])
+    path = systemd_watchdog.dropin_path(unit)
+    try:
+        want = systemd_watchdog.dropin_text(p['watchdog_sec'])
+    except ValueError as e:
+        module.fail_json(msg=to_native(e))
+    current = read_current(module, path)
+    changed = current != (None if want is None else to_bytes(want))
+    result['watchdog_unit'] = unit
+    if changed and module._diff:
+        result['watchdog_diff'] = {'before_header': path, 'after_header': path,
+                                   'before': to_text(current or b'', errors='surrogate_or_replace'),
+                                   'after': want or ''}
+    systemctl = module.get_bin_path('systemctl')
+    if systemctl:
+        # what the running tor pings for: WATCHDOG_USEC of its environment as started (systemd keeps the same)
+        rc, out, dummy = module.run_command([systemctl, 'show', '-p', 'MainPID', '--value', unit])
+        pid = int(out.strip()) if rc == 0 and out.strip().isdigit() else 0
+        environ = b''
+        if pid:
+            try:
+                with open('/proc/%d/environ' % pid, 'rb') as f:
+                    environ = f.read()
+            except (IOError, OSError):
+                pass
+        running = systemd_watchdog.running_watchdog_usec(environ)
+        result['watchdog_restart'] = systemd_watchdog.restart_needed(pid > 0, running, p['watchdog_sec'])
+        said = None if result['watchdog_restart'] else systemd_watchdog.pending_message(
+            unit, running, p['watchdog_sec'])
+        if said:
+            result['messages'].append(said)
+    if changed and not module.check_mode:
+        if want is None:
+            os.unlink(path)
+            try:
+                os.rmdir(os.path.dirname(path))
+            except OSError:
+                pass
+        else:
+            if not os.path.isdir(os.path.dirname(path)):
+                os.makedirs(os.path.dirname(path), 0o755)
+            fd, tmp = tempfile.mkstemp(prefix='.onionlab-watchdog.', dir=os.path.dirname(path))
+            with os.fdopen(fd, 'wb') as f:
+                f.write(to_bytes(want))
+            module.atomic_move(tmp, path)
+        if systemctl:
+            rc, out, err = module.run_command([systemctl, 'daemon-reload'])
+            if rc != 0:
+                module.fail_json(msg='systemctl daemon-reload failed after writing %s: %s' % (path, err or out))
+    if want is not None and os.path.exists(path):
+        changed = root_attributes(module, path, '0644', changed)
+    result['steps']['watchdog'] = 'changed' if changed else 'ok'
+    result['changed'] = result['changed'] or changed
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -397,11 +472,13 @@ def main():
             service_enabled=dict(type='bool', default=True),
             tor_missing=dict(type='bool', default=False),
             configure=dict(type='str', choices=['auto', 'always'], default='auto'),
+            watchdog_sec=dict(type='int'),
         ),
         supports_check_mode=True,
     )
     p = module.params
-    result = dict(changed=False, steps={}, messages=[], dropped=[], tor_not_installed_yet=p['tor_missing'])
+    result = dict(changed=False, steps={}, messages=[], dropped=[], tor_not_installed_yet=p['tor_missing'],
+                  watchdog_restart=False)
     result.update(os_release())
     family = result['os_family']
     if p['install']:
@@ -414,6 +491,8 @@ def main():
     if ready:
         Torrc(module, p['os_defaults_torrc'] or DEFAULTS_TORRC.get(family, DEFAULTS_TORRC['Debian']),
               p['tor_missing']).apply(result)
+        if p['watchdog_sec'] is not None and not p['tor_missing']:
+            watchdog(module, result, family)
     module.exit_json(**result)
 
 

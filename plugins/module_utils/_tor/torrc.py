@@ -39,6 +39,7 @@ _ITEMS_RE = re.compile(r'^HiddenServiceDir .*(?:\nHiddenService(?!Dir |%s)\S* .*
 # tor_options and tor_config_lines are checked apart. A 'bool' (tor_cookie_authentication) is written as 1 or 0:
 # it must be a boolean as Ansible's bool filter reads one (BOOL_WORDS; the string "false" is false), else refused.
 ROLE_VALUES = {'tor_control_port': 'word', 'tor_control_socket': 'word', 'tor_socks_port': 'value',
+               'tor_health_socks_port': 'word',
                'tor_config_dir': 'word', 'tor_metrics_port': 'value', 'tor_metrics_port_policy': 'value',
                'tor_cookie_authentication': 'bool'}
 BOOL_WORDS = {'true': True, 'yes': True, 'on': True, '1': True, 'false': False, 'no': False, 'off': False, '0': False}
@@ -343,3 +344,73 @@ def replaced_message(config_file, items, words, ours):
         return '%s (written by this role) is replaced; dropped from it%s: %s%s' % (
             config_file, ' (its onion services go offline)' if _drops_services(items) else '', words, keep)
     return 'tor_torrc_takeover=true: %s is replaced; dropped from it: %s%s' % (config_file, words, keep)
+
+
+# SocksPort, with the shortest beginning that tor 0.4.9 reads as it ('SocksPo' is SocksPolicy)
+_SOCKS_NAMES = (('socksport', 8),)
+HEALTH_SOCKS_LINE = 'SocksPort 127.0.0.1:%s ExtendedErrors'
+_LOOPBACK_HOSTS = ('127.0.0.1', 'localhost')
+
+
+def _loopback_tcp(value):
+    """Whether a SocksPort value (its first word: a port, ADDRESS:PORT, unix:PATH, 0) opens a TCP listener on
+    127.0.0.1, where the reach probe looks (health_layers.socks_listener), as tor reads it (a port alone or 'auto'
+    listens on 127.0.0.1)."""
+    words = (value or '').split()
+    if not words:
+        return False
+    port = words[0].strip('"')
+    if port.lower().startswith('unix:') or port == '0':
+        return False
+    if port.isdigit() or port.lower() == 'auto':
+        return True
+    host, sep, rest = port.rpartition(':')
+    return bool(sep) and host.lower() in _LOOPBACK_HOSTS and (
+        rest.isdigit() or rest.lower() == 'auto') and rest != '0'
+
+
+def socks_lines(socks_port, health, options, config_lines):
+    """The torrc's SocksPort lines (torrc.j2, filter tor_socks_lines): tor_socks_port's, and the health check's
+    loopback SocksPort (tor_health_socks_port) when the reach probe needs one and may have one. Returns
+    (lines, note); raises ValueError with the message for a value that cannot be.
+
+    health: 'auto' opens 127.0.0.1:auto only when no SocksPort of tor_socks_port, tor_options or tor_config_lines
+    listens on 127.0.0.1 TCP (tor's default 9050 counts when none is set) and the tor is not in non-anonymous mode
+    (tor refuses any SocksPort there); a port number opens that one (unless already one of them); false/0/'off'
+    opens none. A SocksPort 0 that the health port replaces is not written (tor reads 0 as 'no SocksPort')."""
+    own = [] if socks_port is None or str(socks_port) == '' else ['SocksPort %s' % socks_port]
+    word = str(health).strip().lower() if health is not None else 'false'
+    if word in ('false', 'no', 'off', '0', 'none'):
+        return own, None
+    if word in ('true', 'yes', 'on'):
+        word = 'auto'
+    if word != 'auto' and not (word.isdigit() and len(word) <= 5 and 0 < int(word) < 65536):
+        raise ValueError("tor_health_socks_port must be auto, false or a port number (1-65535); got %r." % (health,))
+    parsed = parse('\n'.join(line for dummy, line in _template_lines(options, config_lines)))
+    others = [value for dummy, dummy, key, value in parsed
+              if _resolve(key.lstrip('/'), _SOCKS_NAMES) and value is not None]
+    values = ([] if socks_port is None or str(socks_port) == '' else [str(socks_port)]) + others
+    non_anonymous = any(_resolve(key, _NON_ANONYMOUS_NAMES) and value == '1' for dummy, dummy, key, value in parsed)
+    if non_anonymous:
+        if word == 'auto':
+            return own, ('non-anonymous onion services: tor refuses a SocksPort, the reach probe is not run')
+        raise ValueError('tor_health_socks_port=%s: tor refuses a SocksPort with HiddenServiceNonAnonymousMode; set '
+                         'tor_health_socks_port: false (the health check then says reach was not checked).' % health)
+    if any(v.split()[:1] == ['0'] for v in others):
+        if word == 'auto':
+            return own, 'SocksPort 0 in tor_options or tor_config_lines: no SocksPort, the reach probe is not run'
+        raise ValueError('tor_health_socks_port=%s: tor_options or tor_config_lines set SocksPort 0, and tor refuses '
+                         'a SocksPort beside it; set the SocksPort in tor_socks_port instead.' % health)
+    if word == 'auto':
+        if not values or any(_loopback_tcp(v) for v in values):
+            return own, None
+        port = 'auto'
+    else:
+        port = word
+        if any(v.split()[0] in (port, '127.0.0.1:' + port) for v in values if v.split()):
+            return own, None
+    keep = [line for line in own if str(socks_port).strip() != '0']
+    # with no SocksPort of its own the torrc keeps the defaults torrc's (Debian: 9050 and a unix socket): '+' adds
+    # to them; tor refuses a port beside 'SocksPort 0', which is therefore not written
+    plus = '+' if not values else ''
+    return keep + [plus + HEALTH_SOCKS_LINE % port], 'a SocksPort on 127.0.0.1 for the health check\'s reach probe'

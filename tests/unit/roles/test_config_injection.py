@@ -74,7 +74,10 @@ def assert_that(role, name, tasks_file="main.yml"):
 # -- the tor role -----------------------------------------------------------------------------------------------
 TOR_BASE = dict(role_vars("tor"), ansible_managed="Ansible managed", omit=OMIT, tor_control_socket="/run/tor/ctl2",
                 tor_socks_port="9050", tor_options={"ContactInfo": "me", "Nickname": "base"},
-                tor_metrics_port=9035, tor_config_lines=["Log notice stderr"])
+                tor_metrics_port=9035, tor_config_lines=["Log notice stderr"],
+                # the health check's SocksPort is decided from tor_socks_port (filter tor_socks_lines): off here, so
+                # that a hostile tor_socks_port is compared as written (test_torrc.py tests the decision)
+                tor_health_socks_port=False)
 SETUP = task("tor", "Tor installed, its torrc checked by tor and written, tor running", "configure.yml")[
     "onionlab.tor.tor_setup"]
 CHECKED_ARGS = dict((k, SETUP[k]) for k in ("options", "config_lines", "socks_port", "non_anonymous_onion_services",
@@ -104,6 +107,7 @@ def place(variable, value):
 # every variable that torrc.j2 writes, and the hostile values the role accepts for it (the others are refused)
 TOR_VARIABLES = {
     "tor_socks_port": {"quoted whole", "blank", "percent", "long"},
+    "tor_health_socks_port": set(),  # the filter tor_socks_lines: auto, false or a port number
     "tor_control_socket": {"percent", "long"},
     "tor_control_port": {"percent", "long"},  # tor refuses them (tor --verify-config): not one more directive
     "tor_config_dir": {"percent", "long"},
@@ -146,7 +150,7 @@ def tor_rendered():
 def test_the_role_passes_every_variable_that_torrc_j2_writes():
     """torrc.j2 names no tor_ variable that neither the action's check nor a filter that checks it receives."""
     text = (ROLES / "tor" / "templates" / "torrc.j2").read_text()
-    used = set(re.findall(r"\b(tor_[a-z_]+)\b", text)) - {"tor_metrics_lines"}
+    used = set(re.findall(r"\b(tor_[a-z_]+)\b", text)) - {"tor_metrics_lines", "tor_socks_lines"}
     checked = set(SETUP["torrc_values"]) | {"tor_options", "tor_config_lines"}
     # only an argument of the filter tor_metrics_lines (which checks it)
     safe = {"tor_metrics_port_allow_everyone"}

@@ -304,3 +304,45 @@ def test_parse_reads_as_tor_does():
         (0, 2, "ContactInfo", "ab d"), (5, 5, "Nickname", "n"), (6, 6, "SocksPort", "0"),
         (7, 7, "ContactInfo", "a\\"), (9, 9, "d", "")]
     assert torrc.parse('X "a" junk\nY "\\q"') == [(0, 0, "X", None), (1, 1, "Y", None)]
+
+
+HEALTH = "SocksPort 127.0.0.1:%s ExtendedErrors"
+
+
+@pytest.mark.parametrize("socks, health, options, lines, want", [
+    (None, "auto", {}, [], []),                                        # the platform's 9050 on 127.0.0.1
+    ("9050 IsolateDestAddr", "auto", {}, [], ["SocksPort 9050 IsolateDestAddr"]),
+    ("127.0.0.1:9150", "auto", {}, [], ["SocksPort 127.0.0.1:9150"]),
+    ("localhost:9150", "auto", {}, [], ["SocksPort localhost:9150"]),
+    ("[::1]:9150", "auto", {}, [], ["SocksPort [::1]:9150", HEALTH % "auto"]),  # the probe asks 127.0.0.1
+    ("0", "auto", {}, [], [HEALTH % "auto"]),                         # tor refuses a port beside SocksPort 0
+    (0, True, {}, [], [HEALTH % "auto"]),
+    ("unix:/run/tor/socks", "auto", {}, [], ["SocksPort unix:/run/tor/socks", HEALTH % "auto"]),
+    ("10.0.0.1:9050", "auto", {}, [], ["SocksPort 10.0.0.1:9050", HEALTH % "auto"]),
+    ("0", "auto", {"SocksPort": "127.0.0.1:9999"}, [], ["SocksPort 0"]),
+    ("0", "auto", {}, ["socksport 127.0.0.1:9999"], ["SocksPort 0"]),
+    ("0", "auto", {}, ["SocksPort 0"], ["SocksPort 0"]),
+    ("0", False, {}, [], ["SocksPort 0"]),                             # a host that must keep SocksPort 0
+    ("0", "off", {}, [], ["SocksPort 0"]),
+    (None, None, {}, [], []),
+    ("0", "9060", {}, [], [HEALTH % "9060"]),
+    (None, 9060, {}, [], ["+" + HEALTH % "9060"]),                    # '+': the defaults torrc's ports stay
+    ("9060", 9060, {}, [], ["SocksPort 9060"]),
+    ("0", "auto", SINGLE, [], ["SocksPort 0"]),                        # non-anonymous: no SocksPort at all
+])
+def test_socks_lines(socks, health, options, lines, want):
+    assert torrc.socks_lines(socks, health, options, lines)[0] == want
+
+
+@pytest.mark.parametrize("socks, health, options, lines, said", [
+    ("0", "bogus", {}, [], "must be auto, false or a port number"),
+    ("0", "9" * 5000, {}, [], "must be auto, false or a port number"),
+    ("0", "70000", {}, [], "must be auto, false or a port number"),
+    ("0", "", {}, [], "must be auto, false or a port number"),
+    ("0", 9060, SINGLE, [], "tor refuses a SocksPort with HiddenServiceNonAnonymousMode"),
+    ("0", 9060, {}, ["SocksPort 0"], "tor refuses a SocksPort beside it"),
+])
+def test_socks_lines_refused(socks, health, options, lines, said):
+    with pytest.raises(ValueError) as e:
+        torrc.socks_lines(socks, health, options, lines)
+    assert said in str(e.value) and "tor_health_socks_port" in str(e.value)
