@@ -30,8 +30,8 @@ The check has layers (onion_health.py, health_layers.py: tor, backend, descripto
 above repairs the descriptor only: a service unhealthy at another layer while its descriptor is fine (a backend
 down, introduction or reach failing) gets a journal line naming the failed layer and no repair (a repost, reload or
 restart would not bring back a backend, and repairs for reach and introduction are not in this version). Each
-service's journal line carries its layers (layers="tor=ok backend=fail descriptor=ok introduction=ok
-reach=fail"), and the textfile one gauge per layer: onionlab_watchdog_layer_ok{onion=...,layer=...} (1 ok, 0
+service's journal line carries its layers (layers="tor:ok backend:fail descriptor:ok introduction:ok
+reach:fail"), and the textfile one gauge per layer: onionlab_watchdog_layer_ok{onion=...,layer=...} (1 ok, 0
 failed, -1 not checked). When tor's control port does not answer, the line says whether tor is hung (its process
 lives: found as the owner of the control port's listening socket, or by pid_file) or unreachable;
 onionlab_watchdog_tor_hung is 1 for a hung tor. Neither is repaired here.
@@ -300,8 +300,8 @@ class Watchdog:
 
 
 def layer_words(layers):
-    """'tor=ok backend=fail descriptor=ok introduction=ok reach=unchecked' of a service's layers."""
-    return " ".join("%s=%s" % (name, {True: "ok", False: "fail"}.get(layers[name].get("ok"), "unchecked"))
+    """'tor:ok backend:fail descriptor:ok introduction:ok reach:unchecked' of a service's layers."""
+    return " ".join("%s:%s" % (name, {True: "ok", False: "fail"}.get(layers[name].get("ok"), "unchecked"))
                     for name in health_layers.LAYERS if name in layers)
 
 

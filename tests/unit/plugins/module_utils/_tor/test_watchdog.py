@@ -219,10 +219,10 @@ def test_a_layer_other_than_the_descriptor_is_named_never_repaired_as_a_descript
     monkeypatch.setattr(onion_health, "run_check", run_check)
     lines = bed["run"]([None, None, None])
     assert _actions(lines) == ["none", "none", "repost"], lines
-    assert 'layer=backend layers="tor=ok backend=fail descriptor=ok introduction=ok reach=fail"' in lines[0]
+    assert 'layer=backend layers="tor:ok backend:fail descriptor:ok introduction:ok reach:fail"' in lines[0]
     assert "the backend layer failed, the descriptor is fine: no descriptor repair" in lines[0]
     assert "layer=reach" in lines[1] and "no repair for the reach layer in this version" in lines[1]
-    assert "layer=descriptor" in lines[2] and "reach=unchecked" in lines[2]
+    assert "layer=descriptor" in lines[2] and "reach:unchecked" in lines[2]
     assert bed["ctl"].signals == [] and bed["restarts"] == [] and len(bed["script"]["posted"]) == 1
     metrics = (bed["tmp"] / "wd.prom").read_text()
     onion = ADDRESS[:-6]
