@@ -105,6 +105,12 @@ options:
     type: list
     elements: int
     default: [80, 443]
+  reach_ports:
+    description:
+      - The port the reach layer probes for a service, by its address (with or without C(.onion)), instead of its
+        choice from O(web_ports); it must be a port the service configures. HTTP when it is one of O(web_ports),
+        else a TCP connection.
+    type: dict
 extends_documentation_fragment:
   - onionlab.tor.control
   - onionlab.tor.attributes
@@ -317,6 +323,7 @@ def main():
         reach_timeout=dict(type="float", default=onion_health.REACH_TIMEOUT),
         reach_attempts=dict(type="int", default=onion_health.REACH_ATTEMPTS),
         web_ports=dict(type="list", elements="int", default=list(onion_health.WEB_PORTS)),
+        reach_ports=dict(type="dict"),
     ), mutually_exclusive=[("control_port", "control_socket")], supports_check_mode=True)
     p = module.params
     if p["fetch_timeout"] <= 0:
@@ -330,6 +337,18 @@ def main():
     bad = [port for port in p["web_ports"] if not 1 <= port <= 65535]
     if bad:
         module.fail_json(msg="web_ports must be ports between 1 and 65535, got %s" % bad[0])
+    reach_ports = {}
+    for address, port in (p["reach_ports"] or {}).items():
+        try:
+            onion.parse_onion_address(address)
+        except ValueError as exc:
+            module.fail_json(msg="reach_ports: %s" % exc)
+        if isinstance(port, str) and port.isdigit():
+            port = int(port)
+        if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+            module.fail_json(msg="reach_ports: the port of %s must be a number between 1 and 65535, got %r"
+                                 % (address, port))
+        reach_ports[address] = port
     for address in p["addresses"] or []:
         try:
             onion.parse_onion_address(address)
@@ -340,7 +359,7 @@ def main():
             result = onion_health.check(ctl, addresses=p["addresses"], timeout=p["fetch_timeout"],
                                         min_hsdirs=p["min_hsdirs"], layers=p["layers"],
                                         reach_timeout=p["reach_timeout"], reach_attempts=p["reach_attempts"],
-                                        web_ports=p["web_ports"])
+                                        web_ports=p["web_ports"], reach_ports=reach_ports)
     except ConnectionFailed as exc:
         # the control port did not answer (or not in time): is tor's process alive (hung) or gone?
         tor = health_layers.tor_unanswered(str(exc), control_port=p["control_port"],

@@ -226,9 +226,10 @@ def check(ctl, addresses=None, timeout=DEFAULT_TIMEOUT, min_hsdirs=None, clock=t
 
 def run_check(ctl, addresses=None, timeout=DEFAULT_TIMEOUT, min_hsdirs=None, clock=time.monotonic,
               layers=_layers.OPTIONAL_LAYERS, reach_timeout=REACH_TIMEOUT, reach_attempts=REACH_ATTEMPTS,
-              web_ports=WEB_PORTS):
+              web_ports=WEB_PORTS, reach_ports=None):
     """check()'s result and {address: the service's working data} (its descriptor texts, for repost). layers: the
-    optional layers to check (backend, introduction, reach); tor and descriptor always are."""
+    optional layers to check (backend, introduction, reach); tor and descriptor always are. reach_ports: {address:
+    port} the reach layer probes instead of its choice (a port the service configures; HealthError otherwise)."""
     started = clock()
     ready, phase = bootstrapped(ctl)
     answered = clock() - started
@@ -242,6 +243,7 @@ def run_check(ctl, addresses=None, timeout=DEFAULT_TIMEOUT, min_hsdirs=None, clo
             raise HealthError("not an onion service of this tor: %s (it runs %s)" % (
                 ", ".join(missing), ", ".join(sorted(known)) or "none"))
         listed = [s for s in listed if s["address"] in wanted]
+    reach_ports = _reach_ports(reach_ports, listed)
     services = [_Service(s) for s in listed]
     exposure, exposure_summary = backend_exposure(ctl, listed)
     period, ring, network = network_view(ctl) if ready else (None, None, "tor is bootstrapping (%s)" % phase)
@@ -262,7 +264,7 @@ def run_check(ctl, addresses=None, timeout=DEFAULT_TIMEOUT, min_hsdirs=None, clo
     if "introduction" in layers:
         introductions(ctl, asked, getattr(ring, "flags", None), clock)
     if "reach" in layers:
-        reach(ctl, asked, reach_timeout, reach_attempts, web_ports, clock)
+        reach(ctl, asked, reach_timeout, reach_attempts, web_ports, clock, reach_ports)
     results = [_verdict(s, network if isinstance(network, dict) else None, min_hsdirs, fetch_seconds)
                for s in services]
     for entry in results:
@@ -293,8 +295,25 @@ def introductions(ctl, services, flags, clock=time.monotonic):
         service.layers["introduction"] = _layers.introduction_layer(found, service.num_intro_points, seconds)
 
 
+def _reach_ports(reach_ports, listed):
+    """{address with .onion: port} of reach_ports, each checked: a service checked now, a port it configures."""
+    out = {}
+    by_address = dict((s["address"], s) for s in listed)
+    for address, port in (reach_ports or {}).items():
+        full = address if address.endswith(".onion") else address + ".onion"
+        if full not in by_address:
+            raise HealthError("reach_ports: %s is not a service this check covers (%s)" % (
+                full, ", ".join(sorted(by_address)) or "none"))
+        ports = by_address[full]["ports"]
+        if ports is not None and port not in [p["port"] for p in ports]:
+            raise HealthError("reach_ports: %s does not configure port %s (its ports: %s); only a configured port is "
+                              "probed" % (full, port, ", ".join(str(p["port"]) for p in ports) or "none"))
+        out[full] = port
+    return out
+
+
 def reach(ctl, services, timeout=REACH_TIMEOUT, attempts=REACH_ATTEMPTS, web_ports=WEB_PORTS,
-          clock=time.monotonic):
+          clock=time.monotonic, reach_ports=None):
     """Each service's reach layer: up to `attempts` connections, within `timeout` seconds, as a fresh client through
     a SocksPort of this very tor on 127.0.0.1 (GETINFO net/listeners/socks) to one configured port of the service
     (the first of web_ports it has, with an HTTP GET: any HTTP status is an answer, and is reported; 443 over TLS;
@@ -312,7 +331,8 @@ def reach(ctl, services, timeout=REACH_TIMEOUT, attempts=REACH_ATTEMPTS, web_por
     its attempts. NEWNYM also makes this tor's other clients' later streams use new circuits.
 
     A service whose ports are not known (an ephemeral one made by another controller) is not probed: only a
-    configured port is, never one tor would have to answer for."""
+    configured port is, never one tor would have to answer for. reach_ports ({address: port}) names the port of a
+    service instead (HTTP when it is one of web_ports, else TCP)."""
     if not services:
         return
     try:
@@ -324,7 +344,8 @@ def reach(ctl, services, timeout=REACH_TIMEOUT, attempts=REACH_ATTEMPTS, web_por
     socks_port = _layers.socks_listener(value)
     jobs = []
     for service in services:
-        choice = _layers.reach_port(service.ports, web_ports)
+        chosen = (reach_ports or {}).get(service.address)
+        choice = _layers.reach_port(service.ports if chosen is None else [{"port": chosen}], web_ports)
         if socks_port is None:
             service.layers["reach"] = _layers.not_checked(problem)
         elif choice is None:

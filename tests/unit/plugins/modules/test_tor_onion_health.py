@@ -23,6 +23,7 @@ TCP6 = """\
   sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
    0: 00000000000000000000000000000000:20FB 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 651137 1 00000000f96239b0 100 0 0 10 0
 """
+ADDRESS = "pg6mmjiyjmcrsslvykfwnntlaru7p5svn6y2ymmju6nubxndf4pscryd.onion"
 BOOTSTRAPPING = 'NOTICE BOOTSTRAP PROGRESS=5 TAG=conn SUMMARY="Connecting to a relay"'
 
 
@@ -119,3 +120,17 @@ def test_a_control_port_that_accepts_but_never_answers_is_a_hung_tor(runner):
     assert result["msg"].startswith("tor hung: tor's process %d (" % os.getpid()), result["msg"]
     assert result["tor"]["state"] == "hung" and result["tor"]["pid"] == os.getpid()
     assert result["error"] == "ControlTimeout"
+
+
+@pytest.mark.parametrize("ports, message", [
+    ({"nope": 80}, "reach_ports: 'nope' is not a v3 onion address"),
+    ({ADDRESS: 70000}, "the port of %s must be a number between 1 and 65535, got 70000" % ADDRESS),
+])
+def test_bad_reach_ports_one_message(runner, fake, ports, message):
+    assert message in runner.fails(module, control_port=fake.port, reach_ports=ports)["msg"]
+
+
+def test_reach_ports_naming_a_port_the_service_lacks_is_refused(runner, fake, tmp_path, proc):
+    exposed = _services(runner, fake, tmp_path)[0]
+    msg = runner.fails(module, control_port=fake.port, addresses=[exposed], reach_ports={exposed: "22"})["msg"]
+    assert "reach_ports: %s does not configure port 22 (its ports: 80, 81, 443)" % exposed in msg

@@ -7,6 +7,8 @@ reported, the service's HS_DESC REQUESTED events counted; not checked without a 
 
 import threading
 
+import pytest
+
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion, onion_health
 from harness.fake_socks import FakeSocks, http_response
 
@@ -115,3 +117,25 @@ def test_not_checked_without_a_loopback_socksport_or_known_ports():
     unknown = _service(None)
     onion_health.reach(ctl, [unknown])
     assert unknown.layers["reach"]["ok"] is None and "ports are not known" in unknown.layers["reach"]["evidence"]
+
+
+def test_reach_ports_names_a_configured_port_only():
+    listed = [{"address": ADDRESS, "ports": [{"port": 80}, {"port": 8443}]}]
+    assert onion_health._reach_ports({SID: 8443}, listed) == {ADDRESS: 8443}
+    with pytest.raises(onion_health.HealthError, match="does not configure port 22 .its ports: 80, 8443."):
+        onion_health._reach_ports({ADDRESS: 22}, listed)
+    with pytest.raises(onion_health.HealthError, match="is not a service this check covers"):
+        onion_health._reach_ports({"b" * 56: 80}, listed)
+
+    def handler(peer):
+        peer.greeting(0x02)
+        _login(peer)
+        peer.request()
+        peer.reply(0)
+        peer.hold(1)
+
+    with FakeSocks(handler) as fake:
+        service = _service([{"port": 80}, {"port": 8443}])
+        onion_health.reach(FakeCtl('"127.0.0.1:%d"' % fake.port), [service], timeout=5, reach_ports={ADDRESS: 8443})
+    assert fake.requests == [(ADDRESS, 8443)] and service.layers["reach"]["ok"] is True
+    assert "TCP connected" in service.layers["reach"]["evidence"]
