@@ -57,7 +57,8 @@ description:
     C(descriptor_fetches) says which). The port probed is one the service configures: the first of O(web_ports)
     it has, with an HTTP GET of C(/) (any HTTP status is an answer and is reported; 443 over TLS, the certificate
     not verified), else its lowest port, a TCP connection. Without such a SocksPort the reach layer says it was not
-    checked (C(ok) V(null)) and the verdict rests on the other layers. NEWNYM also moves this tor's other clients
+    checked (C(ok) V(null)) and the verdict rests on the other layers; so it does for a service with client
+    authorization when the tor's client side holds no key for it (C(ONION_CLIENT_AUTH_VIEW)). NEWNYM also moves this tor's other clients
     to new circuits."
   - "When the control port does not answer within O(timeout), the module fails with RV(tor): C(state) V(hung) when
     tor's process lives (found as the owner of the control port's listening socket in C(/proc), which takes root

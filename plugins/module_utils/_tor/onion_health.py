@@ -40,6 +40,7 @@ import secrets
 import threading
 import time
 
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import client_auth as _client_auth
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import consensus as _consensus
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import health_layers as _layers
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import hsdir_ring
@@ -116,7 +117,8 @@ def local_services(ctl):
     for service in service_list.list_services(ctl):
         out.append({"address": service.get("onion_address"), "path": service.get("path"),
                     "type": service["type"], "ports": service.get("ports"),
-                    "num_intro_points": service.get("num_intro_points")})
+                    "num_intro_points": service.get("num_intro_points"),
+                    "client_auth": bool(service.get("authorized_clients") or service.get("client_auth_v3"))})
     return out
 
 
@@ -190,6 +192,7 @@ class _Service:
         self.type = entry["type"]
         self.ports = entry.get("ports")
         self.num_intro_points = entry.get("num_intro_points")
+        self.client_auth = entry.get("client_auth", False)
         self.layers = {}
         self.descriptor = None
         self.revision = self.lifetime = self.blinded = None
@@ -330,7 +333,9 @@ def reach(ctl, services, timeout=REACH_TIMEOUT, attempts=REACH_ATTEMPTS, web_por
     descriptor), which is why `descriptor_fetches` counts the HS_DESC REQUESTED events of each service seen during
     its attempts. NEWNYM also makes this tor's other clients' later streams use new circuits.
 
-    A service whose ports are not known (an ephemeral one made by another controller) is not probed: only a
+    A service with client authorization is probed only when this tor's client side holds a key for it
+    (ONION_CLIENT_AUTH_VIEW); else its reach reads not checked (a probe key of its own per service is not in this
+    version). A service whose ports are not known (an ephemeral one made by another controller) is not probed: only a
     configured port is, never one tor would have to answer for. reach_ports ({address: port}) names the port of a
     service instead (HTTP when it is one of web_ports, else TCP)."""
     if not services:
@@ -352,6 +357,10 @@ def reach(ctl, services, timeout=REACH_TIMEOUT, attempts=REACH_ATTEMPTS, web_por
             service.layers["reach"] = _layers.not_checked(
                 "the service's ports are not known (an ephemeral service the collection's record does not hold)"
                 if service.ports is None else "the service has no port")
+        elif service.client_auth and not _holds_client_key(ctl, service.service_id):
+            service.layers["reach"] = _layers.not_checked(
+                "the service admits authorized clients only, and this tor's client side holds no key for it "
+                "(ONION_CLIENT_AUTH_VIEW)")
         else:
             jobs.append((service, choice))
     if not jobs:
@@ -383,6 +392,14 @@ def reach(ctl, services, timeout=REACH_TIMEOUT, attempts=REACH_ATTEMPTS, web_por
         found = service.layers["reach"]
         service.layers["reach"] = _layers.summarize_attempts(found["attempts"], choice[0], found["seconds"], fetched)
         service.layers["reach"]["socks_port"] = "127.0.0.1:%d" % socks_port
+
+
+def _holds_client_key(ctl, service_id):
+    """Whether tor's client side holds a client authorization key for the service (the key itself is not kept)."""
+    try:
+        return bool(_client_auth.view(ctl, service_id))
+    except TorError:
+        return False
 
 
 def _reach_one(service, choice, socks_port, timeout, attempts, clock):

@@ -139,3 +139,28 @@ def test_reach_ports_names_a_configured_port_only():
         onion_health.reach(FakeCtl('"127.0.0.1:%d"' % fake.port), [service], timeout=5, reach_ports={ADDRESS: 8443})
     assert fake.requests == [(ADDRESS, 8443)] and service.layers["reach"]["ok"] is True
     assert "TCP connected" in service.layers["reach"]["evidence"]
+
+
+def test_a_service_with_client_authorization_is_probed_only_with_a_key(monkeypatch):
+    """No key on tor's client side (ONION_CLIENT_AUTH_VIEW lists none): reach not checked, nothing sent; with one,
+    probed like any service."""
+    held = {"creds": []}
+    monkeypatch.setattr(onion_health._client_auth, "view", lambda ctl, sid: held["creds"])
+
+    def handler(peer):
+        peer.greeting(0x02)
+        _login(peer)
+        peer.request()
+        peer.reply(0)
+        peer.hold(1)
+
+    with FakeSocks(handler) as fake:
+        service = onion_health._Service({"address": ADDRESS, "type": "persistent", "ports": [{"port": 22}],
+                                         "client_auth": True})
+        ctl = FakeCtl('"127.0.0.1:%d"' % fake.port)
+        onion_health.reach(ctl, [service], timeout=5)
+        assert service.layers["reach"]["ok"] is None and fake.requests == []
+        assert "admits authorized clients only" in service.layers["reach"]["evidence"]
+        held["creds"] = ["a credential"]
+        onion_health.reach(ctl, [service], timeout=5)
+    assert service.layers["reach"]["ok"] is True and fake.requests == [(ADDRESS, 22)]
