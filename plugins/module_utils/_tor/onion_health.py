@@ -407,23 +407,30 @@ def _reach_one(service, choice, socks_port, timeout, attempts, clock):
     port, mode, tls = choice
     started = clock()
     done = []
-    for number in range(attempts):
-        left = started + timeout - clock()
-        if left <= 0:
-            break
-        proxy = _socks.SocksProxy("127.0.0.1", socks_port, username="onionlab-health-" + secrets.token_hex(8),
-                                  password=secrets.token_hex(8))
-        target = _probe.Target(service.address, service.service_id, port, mode, statuses=range(100, 600),
-                               timeout=max(1.0, left / (attempts - number)), tls=tls)
-        begun = clock()
-        outcome = _probe.attempt(proxy, target)
-        done.append({"reachable": outcome.reachable, "status": outcome.status, "reason": outcome.reason,
-                     "error": None if outcome.reachable else outcome.error, "socks_reply": outcome.socks_reply,
-                     "seconds": round(clock() - begun, 3)})
-        if outcome.reachable:
-            break
-        time.sleep(min(1.0, max(0.0, started + timeout - clock())))
-    service.layers["reach"] = {"attempts": done, "seconds": clock() - started}
+    try:
+        for number in range(attempts):
+            left = started + timeout - clock()
+            if left <= 0:
+                break
+            proxy = _socks.SocksProxy("127.0.0.1", socks_port, username="onionlab-health-" + secrets.token_hex(8),
+                                      password=secrets.token_hex(8))
+            target = _probe.Target(service.address, service.service_id, port, mode, statuses=range(100, 600),
+                                   timeout=max(1.0, left / (attempts - number)), tls=tls)
+            begun = clock()
+            outcome = _probe.attempt(proxy, target)
+            done.append({"reachable": outcome.reachable, "status": outcome.status, "reason": outcome.reason,
+                         "error": None if outcome.reachable else outcome.error, "socks_reply": outcome.socks_reply,
+                         "seconds": round(clock() - begun, 3)})
+            if outcome.reachable:
+                break
+            if number + 1 < attempts:
+                time.sleep(min(1.0, max(0.0, started + timeout - clock())))
+    except Exception as exc:  # pylint: disable=broad-except
+        # a thread's failure is the layer's evidence, never a traceback of the check
+        done.append({"reachable": False, "status": None, "reason": "probe_error", "socks_reply": None,
+                     "error": "the probe failed: %s" % exc, "seconds": round(clock() - started, 3)})
+    finally:
+        service.layers["reach"] = {"attempts": done, "seconds": clock() - started}
 
 
 def repost(ctl, address, text, fingerprints, timeout=DEFAULT_TIMEOUT, clock=time.monotonic):
