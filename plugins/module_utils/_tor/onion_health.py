@@ -325,7 +325,7 @@ def reach(ctl, services, timeout=REACH_TIMEOUT, attempts=REACH_ATTEMPTS, web_por
     tor's client side fetches the descriptor from the HSDirs and introduces itself like any client's; it does not
     read the local service's state. Each attempt has a fresh random SOCKS username and password, so tor
     (IsolateSOCKSAuth, on by default) builds it new circuits. That alone does not make tor fetch the descriptor
-    again: measured on the private network (tor 0.4.8), a second and third attempt with new SOCKS credentials
+    again: measured on the private network (tor 0.4.9.11), a second and third attempt with new SOCKS credentials
     reused the cached descriptor (no HS_DESC REQUESTED), and the HSFETCH of the descriptor layer fills that cache
     too. SIGNAL NEWNYM purges tor's client-side onion-service state (descriptor cache included): the next attempt
     fetched it anew (HS_DESC REQUESTED, RECEIVED). So one NEWNYM is sent before the attempts; tor rate-limits
