@@ -1,6 +1,6 @@
 # Copyright (c) 2026, onionlab.tor contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""health_layers.py (issue 38.1): circuit-status parsed into a service's introduction circuits (lines as tor 0.4.8
+"""health_layers.py (issue 38.1): circuit-status parsed into a service's introduction circuits (lines as tor 0.4.9.11
 wrote them on the private network), the SocksPort from net/listeners/socks, the port reach probes, the backend probe
 against real sockets, the tor process found from a /proc of recorded text (hung vs unreachable), the reach summary
 and the order in which the verdict names layers."""
