@@ -131,7 +131,7 @@ options:
     description:
       - systemd's C(WatchdogSec) for the unit whose main process is tor (Debian's C(tor@default.service) for
         O(service_name=tor), else O(service_name)), in seconds, as a drop-in
-        C(/etc/systemd/system/UNIT.d/onionlab-watchdog.conf); V(0) removes the drop-in. Not set: left alone.
+        C(/etc/systemd/system/UNIT.d/onionlab-watchdog.conf); V(0) removes the drop-in; when not set, it is left alone.
       - tor (built with libsystemd) sends C(WATCHDOG=1) every C(WatchdogSec/2) from its main loop; when it stops (a
         hung or stopped process) systemd aborts it and the unit's C(Restart=on-failure) starts it again.
       - A changed drop-in is followed by C(systemctl daemon-reload). tor learns the value only when it starts, and
@@ -392,6 +392,11 @@ def watchdog(module, result, family):
     p = module.params
     unit = systemd_watchdog.unit(family, p['service_name'])
     path = systemd_watchdog.dropin_path(unit)
+    if not os.path.isdir('/run/systemd/system'):
+        # not booted with systemd (a container without it): no unit to give a watchdog
+        result['steps']['watchdog'] = 'skipped'
+        result['messages'].append('systemd is not running on this host: tor_watchdog_sec is not applied.')
+        return
     try:
         want = systemd_watchdog.dropin_text(p['watchdog_sec'])
     except ValueError as e:
