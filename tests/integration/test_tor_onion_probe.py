@@ -26,7 +26,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion, pr
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from harness import privnet as pn
 from harness.ansible_run import run_playbook
-from harness.reach import Reach
+from harness.reach import Reach, Watch
 
 MODULE = "onionlab.tor.tor_onion_probe"
 FETCH_DEADLINE = float(os.environ.get("ONIONLAB_FETCH_DEADLINE", "60"))
@@ -252,7 +252,8 @@ def test_socks_port_that_never_answers_times_out(tmp_path):
 
 
 def test_wait_goes_on_once_the_service_comes_up(privnet, extended, http_backend, tmp_path):
-    """Probing starts first (wait mode); the service is created a few seconds later."""
+    """Probing starts first (wait mode); the service is created once the client's tor has found no descriptor for
+    it (its HS_DESC REQUESTED fetches all FAILED: the probe's first attempt refused)."""
     blob, address = new_key()
     outcome = {}
 
@@ -261,10 +262,22 @@ def test_wait_goes_on_once_the_service_comes_up(privnet, extended, http_backend,
             "socks_port": extended.port, "wait": True, "deadline": 90, "delay": 0.5, "timeout": 20,
             "targets": [{"address": address, "body_contains": http_backend.token}]})], tmp_path)
 
+    sid = address[:-len(".onion")]
+    client = Watch(extended.node, ["HS_DESC"])     # the probe's first attempt, seen from the client's tor
     thread = threading.Thread(target=play)
     t0 = time.monotonic()
     thread.start()
-    time.sleep(4.0)
+    try:
+        while True:     # until the client's tor asked the HSDirs for the address and every one said it has none
+            asked = [text.split() for _t, text in client.poll() if text.split()[2:3] == [sid]]
+            requested = len([w for w in asked if w[1] == "REQUESTED"])
+            if requested and len([w for w in asked if w[1] == "FAILED"]) >= requested:
+                break
+            assert thread.is_alive() and time.monotonic() - t0 < 120, \
+                "the probe's first attempt never reached the client's HSDir fetches: %s" % client.seen[-20:]
+            time.sleep(0.2)
+    finally:
+        client.close()
     key_type, key = blob.split(":", 1)
     onion_tor = privnet.onion
     with connect(port=onion_tor.control_port, cookie_path=onion_tor.cookie_path) as ctl:
