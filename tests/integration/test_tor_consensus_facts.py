@@ -355,7 +355,12 @@ def test_privnet_server_both_flavours(privnet, tmp_path, role):
         assert (v["known_authorities"], v["known_authorities_signed"], v["majority"]) == (3, 3, True)
         assert [s["verified"] for s in ours["signatures"]] == [True] * 3
         assert sorted(a["nickname"] for a in v["authorities"]) == ["auth0", "auth1", "auth2"]
-    assert facts(run, "auto") == facts(run, "ns")
+    # one document, the same facts; but is_fresh and is_valid, which each task computes at its own time: the private
+    # network's consensus is fresh for 10 s, and under load the ns task runs seconds after the auto one
+    auto, ns = facts(run, "auto"), facts(run, "ns")
+    for clocked in (auto, ns):
+        assert clocked["summary"].pop("is_fresh") in (True, False) and clocked["summary"].pop("is_valid") is True
+    assert auto == ns
     known = facts(run, "known authorities")["verification"]
     assert (known["known_authorities"], known["known_authorities_signed"], known["majority"]) == (9, 0, False)
     assert all(s["verified"] and not s["is_known_authority"] for s in known["signatures"])
