@@ -96,7 +96,6 @@ class ActionModule(ActionBase):
             changed = changed or torrc['changed']
         # the drop-in is written in the run that found the package installed (probe, or torrc after the install)
         unit_run = probe if probe['configured'] else torrc
-        watchdog_restart = bool(unit_run.get('watchdog_restart'))
         torrc_changed = self._steps.get('torrc') == 'changed'
         service = args.get('service_name', 'tor')
         state = args.get('service_state', 'started')
@@ -108,9 +107,9 @@ class ActionModule(ActionBase):
                                     task_vars, 'service')['changed'] or changed
             else:
                 self._steps['service'] = 'ok'
-            # what the handlers Restart tor / Reload tor do, at the end of the role as they would be
-            # a new WatchdogSec that the running tor does not ping for yet: tor reads it only when it starts
-            if state != 'stopped' and (installed or watchdog_restart):
+            # what the handlers Restart tor / Reload tor do, at the end of the role as they would be (a new
+            # WatchdogSec waits for tor's next start: the run says so)
+            if state != 'stopped' and installed:
                 self._run('ansible.builtin.service', {'name': service, 'state': 'restarted'}, task_vars, 'restart')
             elif state != 'stopped' and torrc_changed:
                 self._run('ansible.builtin.service', {'name': service, 'state': 'reloaded'}, task_vars, 'reload')
@@ -128,7 +127,7 @@ class ActionModule(ActionBase):
         if torrc.get('backup_file'):
             facts_out['tor_torrc_backup'] = torrc['backup_file']
         out = dict(changed=changed, steps=self._steps, messages=messages, dropped=torrc['dropped'],
-                   tor_not_installed_yet=not_installed_yet, ansible_facts=facts_out, watchdog_restart=watchdog_restart)
+                   tor_not_installed_yet=not_installed_yet, ansible_facts=facts_out)
         if torrc.get('backup_file'):
             out['backup_file'] = torrc['backup_file']
         if messages:

@@ -136,8 +136,8 @@ options:
         hung or stopped process) systemd aborts it and the unit's C(Restart=on-failure) starts it again.
       - A changed drop-in is followed by C(systemctl daemon-reload). tor learns the value only when it starts, and
         systemd keeps a running service's watchdog across daemon-reload, so a new value takes effect when tor next
-        starts. The running tor is restarted only when it runs without a watchdog and one is asked for; a new length
-        or V(0) restarts nothing (the run says that the running tor keeps its watchdog until it next starts).
+        starts, and the run never restarts tor for it (it says that the running tor keeps its watchdog, or has none,
+        until it next starts).
     type: int
   tor_missing:
     description:
@@ -196,10 +196,6 @@ backup_file:
   description: The backup of the torrc this run replaced.
   returned: when the torrc was replaced
   type: str
-watchdog_restart:
-  description: The running tor has no watchdog and one is asked for; the action restarts it (see O(watchdog_sec)).
-  returned: always
-  type: bool
 messages:
   description: What the run says (what the new torrc drops, where the old one is kept, what check mode would do).
   returned: always
@@ -421,9 +417,8 @@ def watchdog(module, result, family):
             except (IOError, OSError):
                 pass
         running = systemd_watchdog.running_watchdog_usec(environ)
-        result['watchdog_restart'] = systemd_watchdog.restart_needed(pid > 0, running, p['watchdog_sec'])
-        said = None if result['watchdog_restart'] else systemd_watchdog.pending_message(
-            unit, running, p['watchdog_sec'])
+        # said in the run that writes the drop-in (check mode too), not again in every run after it
+        said = systemd_watchdog.pending_message(unit, running, p['watchdog_sec']) if pid and changed else None
         if said:
             result['messages'].append(said)
     if changed and not module.check_mode:
@@ -482,8 +477,7 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    result = dict(changed=False, steps={}, messages=[], dropped=[], tor_not_installed_yet=p['tor_missing'],
-                  watchdog_restart=False)
+    result = dict(changed=False, steps={}, messages=[], dropped=[], tor_not_installed_yet=p['tor_missing'])
     result.update(os_release())
     family = result['os_family']
     if p['install']:

@@ -59,17 +59,16 @@ def running_watchdog_usec(environ):
     return 0
 
 
-def restart_needed(active, running_usec, seconds):
-    """Whether the running tor must be restarted: it runs without a watchdog (running_usec 0) and one is asked for.
-    A running tor with a watchdog keeps its length until it next starts (systemd keeps it across daemon-reload)."""
-    return bool(active) and int(seconds) > 0 and not running_usec
-
-
 def pending_message(unit_name, running_usec, seconds):
-    """What the run says when the drop-in's value differs from the watchdog of the running tor, which keeps it until
-    it next starts; None when they agree or nothing runs."""
-    if not running_usec or running_usec == int(seconds) * 1000000:
+    """What the run says when the drop-in's value differs from the watchdog of the running tor, which keeps it (or
+    runs without one) until it next starts; None when they agree. The role never restarts tor for it: a restart of
+    every host's tor at once when the collection is upgraded would take their onion services offline together (and
+    tor signals READY=1 before its ControlSocket listens: the next task found no socket)."""
+    if running_usec == int(seconds) * 1000000:
         return None
+    if not running_usec:
+        return ('%s: WatchdogSec=%s is written; the running tor has no watchdog until it next starts (systemd gives a '
+                'running service none at daemon-reload; a restart of tor applies it).' % (unit_name, int(seconds)))
     return ('%s: WatchdogSec=%s is written; the running tor keeps its watchdog of %g s until it next starts (systemd '
             'keeps a running service\'s watchdog across daemon-reload).' % (
                 unit_name, int(seconds) if int(seconds) else '0 (off)', running_usec / 1000000.0))

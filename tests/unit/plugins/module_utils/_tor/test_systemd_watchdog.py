@@ -31,21 +31,11 @@ def test_running_watchdog_usec():
     assert wd.running_watchdog_usec(None) == 0
 
 
-@pytest.mark.parametrize("active, running, seconds, restart", [
-    (True, 0, 120, True),               # switched on: the running tor has no watchdog
-    (True, 240000000, 120, False),      # a new length: systemd keeps the running one until tor next starts
-    (True, 120000000, 120, False),
-    (True, 60000000, 120, False),
-    (True, 120000000, 0, False),        # off: the same
-    (True, 0, 0, False),
-    (False, 0, 120, False),             # not running: it starts with the new value
-])
-def test_restart_needed(active, running, seconds, restart):
-    assert wd.restart_needed(active, running, seconds) is restart
-
-
 def test_pending_message():
-    assert wd.pending_message("tor@default.service", 0, 120) is None
+    assert wd.pending_message("tor@default.service", 0, 120) == (
+        "tor@default.service: WatchdogSec=120 is written; the running tor has no watchdog until it next starts "
+        "(systemd gives a running service none at daemon-reload; a restart of tor applies it).")
+    assert wd.pending_message("tor@default.service", 0, 0) is None
     assert wd.pending_message("tor@default.service", 120000000, 120) is None
     assert wd.pending_message("tor@default.service", 10000000, 20) == (
         "tor@default.service: WatchdogSec=20 is written; the running tor keeps its watchdog of 10 s until it next "
