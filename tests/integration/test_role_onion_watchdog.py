@@ -33,11 +33,13 @@ def _ssh(hostbed, command):
 
 
 @pytest.mark.timeout(900)
-def test_watchdog_role_installs_checks_and_removes(hostbed, tmp_path):
+def test_watchdog_role_installs_checks_and_removes(hostbed, http_backend, tmp_path):
     role = {"role": "onionlab.tor.onion_watchdog", "onion_watchdog_interval_minutes": 60,
             "onion_watchdog_restart_command": ["systemctl", "restart", "tor@default"]}
+    # its backend: the test's web server on 127.0.0.1 (the bed's hosts share this machine's network); a healthy
+    # verdict needs one that answers (the backend and reach layers)
     made = _play(hostbed, tmp_path, tasks=[{"name": "onion service", "onionlab.tor.tor_hidden_service": {
-        "path": SERVICE_DIR, "ports": [{"port": 80, "target_port": 9}]}, "register": "svc"}])
+        "path": SERVICE_DIR, "ports": [{"port": 80, "target_port": http_backend.port}]}, "register": "svc"}])
     assert made.rc == 0, made.output
     address = made.task("onion service", host=hostbed.hosts[0]["name"])["result"]["onion_address"]
     try:
