@@ -61,6 +61,15 @@ def _login(peer):
     peer.send(bytes([1, 0]))
 
 
+def _connects(peer):
+    """A SOCKS server that logs the probe in and connects it (reply 0), then holds the stream a second."""
+    peer.greeting(0x02)
+    _login(peer)
+    peer.request()
+    peer.reply(0)
+    peer.hold(1)
+
+
 lock = threading.Lock()
 
 
@@ -127,14 +136,7 @@ def test_reach_ports_names_a_configured_port_only():
     with pytest.raises(onion_health.HealthError, match="is not a service this check covers"):
         onion_health._reach_ports({"b" * 56: 80}, listed)
 
-    def handler(peer):
-        peer.greeting(0x02)
-        _login(peer)
-        peer.request()
-        peer.reply(0)
-        peer.hold(1)
-
-    with FakeSocks(handler) as fake:
+    with FakeSocks(_connects) as fake:
         service = _service([{"port": 80}, {"port": 8443}])
         onion_health.reach(FakeCtl('"127.0.0.1:%d"' % fake.port), [service], timeout=5, reach_ports={ADDRESS: 8443})
     assert fake.requests == [(ADDRESS, 8443)] and service.layers["reach"]["ok"] is True
@@ -147,14 +149,7 @@ def test_a_service_with_client_authorization_is_probed_only_with_a_key(monkeypat
     held = {"creds": []}
     monkeypatch.setattr(onion_health._client_auth, "view", lambda ctl, sid: held["creds"])
 
-    def handler(peer):
-        peer.greeting(0x02)
-        _login(peer)
-        peer.request()
-        peer.reply(0)
-        peer.hold(1)
-
-    with FakeSocks(handler) as fake:
+    with FakeSocks(_connects) as fake:
         service = onion_health._Service({"address": ADDRESS, "type": "persistent", "ports": [{"port": 22}],
                                          "client_auth": True})
         ctl = FakeCtl('"127.0.0.1:%d"' % fake.port)
