@@ -84,6 +84,7 @@ def _check(bed, name, **options):
 
 def _watchdog(bed, tmp_path, name, **config):
     tor = bed["tor"]
+    tmp_path.mkdir(parents=True, exist_ok=True)
     config = dict({"control_port": tor.control_port, "cookie_path": tor.cookie_path,
                    "addresses": [bed["addresses"][name]], "state_file": str(tmp_path / "wd.json"),
                    "metrics_file": str(tmp_path / "wd.prom"), "restart_command": ["false"], "confirm_checks": 1,
@@ -131,8 +132,16 @@ def test_backend_down_is_unhealthy_at_backend_not_repaired_as_a_descriptor(bed, 
     assert layers["descriptor"]["ok"] is True and layers["reach"]["ok"] is False, layers
     assert entry["reasons"][0].startswith("backend: ") and entry["reasons"][1].startswith("reach: 0 of ")
 
-    lines, metrics = _watchdog(bed, tmp_path, "broken", reach_timeout=20)
     address = bed["addresses"]["broken"]
+    # the watchdog's check once the HSDirs hold the service's current descriptor (tor's own view: the tor asks them);
+    # a time period that turns during the check (every 4 min here) fails its descriptor layer for a moment, and the
+    # watchdog rightly reposts it: then the gate and the check again, at most 3 times
+    for attempt in range(3):
+        with Reach(bed["tor"], bed["tor"]) as reach:
+            reach.wait_published([address], since=None)
+        lines, metrics = _watchdog(bed, tmp_path / ("wd%d" % attempt), "broken", reach_timeout=20)
+        if "descriptor:fail" not in " ".join(lines):
+            break
     assert len(lines) == 1 and "layer=backend" in lines[0] and "action=none" in lines[0], lines
     assert "no descriptor repair" in lines[0]
     onion = address[:-len(".onion")]
