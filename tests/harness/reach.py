@@ -172,40 +172,35 @@ class Reach:
         self.service.poll()
         return time.monotonic() - self.service.t0
 
-    def _uploaded(self, sid, since=0.0):
-        """{(HSDir fingerprint, blinded key b64)} the service's tor uploaded a descriptor of sid to (uploads begun at
-        or after since): each UPLOADED (which names no descriptor) is the HSDir's oldest UPLOAD still unanswered."""
-        pending, done = {}, set()
-        for t, text in self.service.poll():
-            words = text.split()
-            if len(words) < 5 or words[0] != 'HS_DESC' or words[2] != sid:
-                continue
-            fingerprint = _health._fingerprint(words[4])
-            if words[1] == 'UPLOAD' and len(words) >= 6:
-                pending.setdefault(fingerprint, []).append((t >= since, words[5]))
-            elif words[1] in ('UPLOADED', 'FAILED') and pending.get(fingerprint):
-                recent, blinded = pending[fingerprint].pop(0)
-                if words[1] == 'UPLOADED' and recent:
-                    done.add((fingerprint, blinded))
-        return done
-
-    def uploads(self, sid, since=0.0):
-        """(begun, answered, uploaded): how many uploads of sid the service's tor began at or after since (a mark()),
-        how many of those have their HSDir's answer (UPLOADED or FAILED) and how many were UPLOADED."""
-        pending, begun, answered, uploaded = {}, 0, 0, 0
+    def _upload_answers(self, sid, since=0.0):
+        """[(HSDir fingerprint, blinded key b64, 'UPLOADED', 'FAILED' or None while unanswered)] of the uploads of sid
+        the service's tor began at or after since: each answer (which names no descriptor) is that of the HSDir's
+        oldest UPLOAD still unanswered."""
+        pending, out = {}, []
         for t, text in self.service.poll():
             words = text.split()
             if len(words) < 5 or words[0] != 'HS_DESC' or words[2] != sid:
                 continue
             fingerprint = _health._fingerprint(words[4])
             if words[1] == 'UPLOAD':
-                pending.setdefault(fingerprint, []).append(t >= since)
-                begun += t >= since
+                upload = [fingerprint, words[5] if len(words) >= 6 else None, None]
+                pending.setdefault(fingerprint, []).append(upload)
+                if t >= since:
+                    out.append(upload)
             elif words[1] in ('UPLOADED', 'FAILED') and pending.get(fingerprint):
-                if pending[fingerprint].pop(0):
-                    answered += 1
-                    uploaded += words[1] == 'UPLOADED'
-        return begun, answered, uploaded
+                pending[fingerprint].pop(0)[2] = words[1]
+        return [tuple(upload) for upload in out]
+
+    def _uploaded(self, sid, since=0.0):
+        """{(HSDir fingerprint, blinded key b64)} the service's tor uploaded a descriptor of sid to (uploads begun at
+        or after since)."""
+        return {(f, blinded) for f, blinded, answer in self._upload_answers(sid, since) if answer == 'UPLOADED'}
+
+    def uploads(self, sid, since=0.0):
+        """(begun, answered, uploaded): how many uploads of sid the service's tor began at or after since (a mark()),
+        how many of those have their HSDir's answer (UPLOADED or FAILED) and how many were UPLOADED."""
+        answers = [answer for _f, _b, answer in self._upload_answers(sid, since)]
+        return len(answers), len([a for a in answers if a]), answers.count('UPLOADED')
 
     def _asked(self, address, client):
         """(period number, blinded key b64, [fingerprints the client will ask]) on the client's consensus now;

@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, onionlab.tor contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""systemd's watchdog for tor's unit, as plain data (no Ansible, no I/O): the drop-in's text and path, and whether
-the running tor must be restarted for a new value.
+"""systemd's watchdog for tor's unit, as plain data (no Ansible, no I/O): the drop-in's text and path, and what a
+run says when the running tor's watchdog differs from it.
 
 tor (built with libsystemd, as Debian's is) reads WATCHDOG_USEC once, when its main loop starts
 (do_main_loop, src/core/mainloop/mainloop.c: sd_watchdog_enabled(1, ...)), and from then on sends WATCHDOG=1
@@ -13,8 +13,8 @@ slow start is TimeoutStartSec's business, not the watchdog's.
 systemd keeps a running service's watchdog across daemon-reload (measured with systemd 252 on Debian 12: a drop-in
 added, changed or removed leaves WatchdogUSec of the running tor@default as it started, and a tor started without one
 is not killed): a new value takes effect when tor next starts, for systemd and tor alike. So a change never breaks the
-running tor, and only switching the watchdog on is worth a restart (without it nothing watches tor until its next
-start, maybe months away); a new length waits for that start."""
+running tor, and the role never restarts tor for it (pending_message says why); the drop-in, a new length or 0
+waits for tor's next start."""
 
 from __future__ import annotations
 
