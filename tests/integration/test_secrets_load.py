@@ -8,8 +8,9 @@ output, every recorded result (diffs, warnings, exception texts) and the playboo
 grepped for the password, the key blobs, the cookie (hex and base64) and the client private keys:
 zero hits. Key files are 0600 in 0700 directories owned by tor's user.
 
-Load: 200 persistent services created and removed on one tor (one `services` list), 50
-ephemeral services created and removed in loops; tor's open fds and sockets (/proc/PID/fd)
+Load: 100 persistent services created and removed on one tor (one `services` list), 20
+ephemeral services created and removed in loops (each loop item one module run: a leaked connection or fd per
+run shows as 20); tor's open fds and sockets (/proc/PID/fd)
 before and after; 500 client connections opened and closed in-process, the test's own fd count
 back at its baseline. Figures are printed (pytest -s). ONIONLAB_LONG=1 makes it 1000 services
 and 200 ephemeral ones.
@@ -116,8 +117,8 @@ def test_no_secret_in_any_output(tmp_path):
 
 
 def test_load_services_fds_connections(tmp_path):
-    persistent = 1000 if LONG else 200
-    ephemeral = 200 if LONG else 50
+    persistent = 1000 if LONG else 100
+    ephemeral = 200 if LONG else 20
     with TorInstance(tmp_path / "tor", extra=NO_GEOIP) as tor:
         base = tmp_path / "svc"
         base.mkdir()
