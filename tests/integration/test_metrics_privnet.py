@@ -222,7 +222,7 @@ def test_role_config_passes_promtool(watched, tmp_path):
     rc, out = prom.promtool('check', 'config', str(etc / 'prometheus.yml'))
     assert rc == 0 and 'SUCCESS: 1 rule files found' in out, out
     rc, out = prom.promtool('check', 'rules', str(etc / 'onionlab_tor_rules.yml'))
-    assert rc == 0 and 'SUCCESS: 14 rules found' in out, out
+    assert rc == 0 and 'SUCCESS: 16 rules found' in out, out
     text = (etc / 'prometheus.yml').read_text()
     for t in watched:
         assert '"127.0.0.1:%d"' % t.port in text and 'host: "%s"' % t.name in text

@@ -47,7 +47,7 @@ def test_onionprobe_job_rules_and_alertmanager(tmp_path):
     rc, out = prom.promtool('check', 'config', str(etc / 'prometheus.yml'))
     assert rc == 0, out
     rc, out = prom.promtool('check', 'rules', str(etc / 'onionlab_tor_rules.yml'))
-    assert rc == 0 and 'SUCCESS: 14 rules found' in out, out
+    assert rc == 0 and 'SUCCESS: 16 rules found' in out, out
     conf = yaml.safe_load((etc / 'prometheus.yml').read_text())
     assert conf['alerting'] == {'alertmanagers': [{'static_configs': [{'targets': ['127.0.0.1:9093']}]}]}
     job = [j for j in conf['scrape_configs'] if j['job_name'] == 'onionprobe'][0]
@@ -254,6 +254,64 @@ def test_watchdog_job_and_alerts_fire(tmp_path):
                                    'instance': '10.0.0.5:9100'},
                     'exp_annotations': {'summary': 'the onion watchdog on web1 has not run for 6m 0s (systemctl '
                                                    'status onionlab-watchdog.timer)'}}]},
+            ],
+        }],
+    }))
+    rc, out = prom.promtool('test', 'rules', str(tests))
+    assert rc == 0 and 'SUCCESS' in out, out
+
+
+def test_watchdog_layer_alerts_quote_the_reason(tmp_path):
+    """Issue 38: reach and backend alert separately, each quoting the watchdog's reason (onionlab_watchdog_reason_info):
+    a service no fresh client reaches while its backend accepts -> OnionServiceUnreachableFromHost only; a service whose
+    backend refuses (which fails reach too) -> OnionServiceBackendDown only; neither is OnionServiceUnhealthyFromNetwork
+    while its descriptor layer is ok; a descriptor failure still is."""
+    etc, run = role(tmp_path, prometheus_watchdog_hosts=['web1'], prometheus_alert_watchdog_unhealthy_for='3m')
+    assert run.rc == 0, run.output
+    lab = 'job="onionlab_watchdog",host="web1",instance="10.0.0.5:9100"'
+    want = {'job': 'onionlab_watchdog', 'host': 'web1', 'instance': '10.0.0.5:9100'}
+    unreached, refusing, lost = 'd' * 56, 'e' * 56, 'f' * 56
+    reach_reason = 'reach: 0 of 3 fresh connections in 60 s (SOCKS error 0xF2: introduction failed)'
+    backend_reason = 'backend: 127.0.0.1:8080 refuses (Connection refused; port 80)'
+
+    def layers(onion, **oks):
+        return [{'series': 'onionlab_watchdog_layer_ok{%s,onion="%s",layer="%s"}' % (lab, onion, name),
+                 'values': '%dx8' % ok} for name, ok in oks.items()]
+    series = (layers(unreached, tor=1, backend=1, descriptor=1, introduction=1, reach=0)
+              + layers(refusing, tor=1, backend=0, descriptor=1, introduction=1, reach=0)
+              + layers(lost, tor=1, backend=1, descriptor=0, introduction=1, reach=0)
+              + [{'series': 'onionlab_watchdog_healthy{%s,onion="%s"}' % (lab, o), 'values': '0x8'}
+                 for o in (unreached, refusing, lost)]
+              + [{'series': 'onionlab_watchdog_reason_info{%s,onion="%s",layer="reach",reason="%s"}' % (
+                  lab, unreached, reach_reason.replace('"', '\\"')), 'values': '1x8'},
+                 {'series': 'onionlab_watchdog_reason_info{%s,onion="%s",layer="backend",reason="%s"}' % (
+                  lab, refusing, backend_reason), 'values': '1x8'}])
+    tests = tmp_path / 'layer_rules_test.yml'
+    tests.write_text(json.dumps({
+        'rule_files': [str(etc / 'onionlab_tor_rules.yml')],
+        'evaluation_interval': '1m',
+        'tests': [{
+            'interval': '1m',
+            'input_series': series,
+            'alert_rule_test': [
+                {'eval_time': '2m', 'alertname': 'OnionServiceUnreachableFromHost', 'exp_alerts': []},
+                {'eval_time': '4m', 'alertname': 'OnionServiceUnreachableFromHost', 'exp_alerts': [{
+                    'exp_labels': dict(want, severity='critical', onion=unreached, layer='reach'),
+                    'exp_annotations': {
+                        'summary': "%s.onion on web1: no fresh client got an answer through the host's tor" % unreached,
+                        'description': '%s (journalctl -u onionlab-watchdog on the host)' % reach_reason}}]},
+                {'eval_time': '4m', 'alertname': 'OnionServiceBackendDown', 'exp_alerts': [{
+                    'exp_labels': dict(want, severity='critical', onion=refusing, layer='backend'),
+                    'exp_annotations': {
+                        'summary': '%s.onion on web1: its backend refuses connections (tor and the onion are up, the '
+                                   'application behind it is not)' % refusing,
+                        'description': '%s (onion_watchdog_backend_units names a unit the watchdog '
+                                       'restarts; journalctl -u onionlab-watchdog on the host)' % backend_reason}}]},
+                {'eval_time': '4m', 'alertname': 'OnionServiceUnhealthyFromNetwork', 'exp_alerts': [{
+                    'exp_labels': dict(want, severity='critical', onion=lost, layer='descriptor'),
+                    'exp_annotations': {'summary': '%s.onion on web1: its HSDirs do not serve its current descriptor, '
+                                                   'clients cannot find it (journalctl -u onionlab-watchdog on the host '
+                                                   'says what was tried)' % lost}}]},
             ],
         }],
     }))

@@ -44,8 +44,9 @@ def test_watchdog_role_installs_checks_and_removes(hostbed, http_backend, tmp_pa
     address = made.task("onion service", host=hostbed.hosts[0]["name"])["result"]["onion_address"]
     try:
         bad = _play(hostbed, tmp_path, roles=[dict(role, onion_watchdog_addresses=["nope.onion"])])
-        assert bad.rc != 0 and "onion_watchdog_addresses v3 onion addresses" in bad.output, bad.output
-        assert "not v3: ['nope.onion']" in " ".join(bad.output.split())
+        said = " ".join(bad.output.split())
+        assert bad.rc != 0 and "onion_watchdog: onion_watchdog_addresses must be v3 onion addresses" in said, said
+        assert "with a right checksum, .onion optional); not: nope.onion" in said, said
         assert _ssh(hostbed, "test -e /etc/onionlab-watchdog.json").returncode != 0
 
         first = _play(hostbed, tmp_path, roles=[role])

@@ -28,13 +28,23 @@ there: binding the backend to 127.0.0.1 or a unix socket is the fix, and a perso
 
 The check has layers (onion_health.py, health_layers.py: tor, backend, descriptor, introduction, reach). The ladder
 above repairs the descriptor only: a service unhealthy at another layer while its descriptor is fine (a backend
-down, introduction or reach failing) gets a journal line naming the failed layer and no repair (a repost, reload or
-restart would not bring back a backend, and repairs for reach and introduction are not in this version). Each
+down, introduction or reach failing) gets a journal line naming the failed layer and no descriptor repair (a repost,
+reload or restart would not bring back a backend; repairs for reach and introduction are not in this version). Each
 service's journal line carries its layers (layers="tor:ok backend:fail descriptor:ok introduction:ok
 reach:fail"), and the textfile one gauge per layer: onionlab_watchdog_layer_ok{onion=...,layer=...} (1 ok, 0
 failed, -1 not checked). When tor's control port does not answer, the line says whether tor is hung (its process
 lives: found as the owner of the control port's listening socket, or by pid_file) or unreachable;
-onionlab_watchdog_tor_hung is 1 for a hung tor. Neither is repaired here.
+onionlab_watchdog_tor_hung is 1 for a hung tor.
+
+Repairs beside the ladder:
+- a hung tor is restarted (restart_command) once it was found hung on hung_checks runs in a row (default 2);
+  restart_interval does not hold that back (a hung tor serves nobody), report_only does. An unreachable tor (no
+  live process) is left to its service manager, which restarts a tor that died.
+- a backend that refuses connections: when backend_units names a systemd unit for the failed target (keys as the
+  backend layer shows them: "127.0.0.1:8080", "[::1]:80", "unix:/run/app.sock"), that unit is restarted
+  (backend_restart_command + [unit]) after confirm_checks unhealthy checks, at most once per
+  backend_restart_interval seconds for each unit; tor is never touched for a backend. Without a unit the line
+  says so and nothing is repaired.
 
 This is a private module_utils file of onionlab.tor; its API may change at any time.
 """
@@ -43,6 +53,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -51,6 +62,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor import client as
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import files
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import health_layers
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import listeners
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion_health
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import ControlTimeout, TorError
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.lock import LockTimeout, TorLock
@@ -64,8 +76,10 @@ DEFAULTS = {
     "metrics_file": "/var/lib/prometheus/node-exporter/onionlab_watchdog.prom",
     "lock_wait": 2.0, "timeout": 10.0, "confirm_checks": 2,
     "layers": list(health_layers.OPTIONAL_LAYERS), "reach_timeout": 60.0, "reach_attempts": 3,
-    "web_ports": [80, 443], "pid_file": "/run/tor/tor.pid",
+    "web_ports": [80, 443], "pid_file": "/run/tor/tor.pid", "hung_checks": 2,
+    "backend_units": {}, "backend_restart_interval": 600, "backend_restart_command": ["systemctl", "restart"],
 }
+_UNIT_RE = re.compile(r"^[A-Za-z0-9_.@:-]{1,255}\Z")
 
 
 def load_config(path):
@@ -77,7 +91,103 @@ def load_config(path):
     unknown = sorted(set(data) - set(DEFAULTS))
     if unknown:
         raise ValueError("%s: unknown settings %s" % (path, ", ".join(unknown)))
+    check_config(data, path)
     return dict(DEFAULTS, **data)
+
+
+def check_config(data, where="the watchdog's settings"):
+    """ValueError for a setting of the repairs that would run something other than what it says."""
+    units = data.get("backend_units", {})
+    if not isinstance(units, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) and _UNIT_RE.match(v) and not v.startswith("-")
+            for k, v in units.items()):
+        raise ValueError("%s: backend_units must be a mapping of a backend target (\"127.0.0.1:8080\", \"unix:/run/app.sock\") to "
+                         "a systemd unit name (letters, digits and _.@:-, not starting with -)" % where)
+    for name in ("hung_checks", "backend_restart_interval"):
+        value = data.get(name, DEFAULTS[name])
+        if isinstance(value, bool) or not isinstance(value, int) or value < (1 if name == "hung_checks" else 0):
+            raise ValueError("%s: %s must be a whole number (hung_checks at least 1)" % (where, name))
+    for name in ("restart_command", "backend_restart_command"):
+        value = data.get(name, DEFAULTS[name])
+        if not isinstance(value, list) or not value or not all(isinstance(w, str) and w for w in value):
+            raise ValueError("%s: %s must be a non-empty list of words (argv, no shell)" % (where, name))
+
+
+# The onion_watchdog role's variables (without the onion_watchdog_ prefix) that are settings of the same name.
+ROLE_SETTINGS = ("control_socket", "control_port", "cookie_path", "addresses", "min_hsdirs", "fetch_timeout",
+                 "restart_interval", "restart_command", "report_only", "confirm_checks", "layers", "reach_timeout",
+                 "reach_attempts", "web_ports", "hung_checks", "backend_units", "backend_restart_interval")
+
+
+def _whole(value, name, least):
+    text = value.strip() if isinstance(value, str) else value
+    if isinstance(value, bool) or not isinstance(value, (int, str)) or (isinstance(text, str) and (
+            not text.isdigit() or len(text) > 9)) or int(text) < least or int(text) > 10 ** 9:
+        raise ValueError("onion_watchdog_%s must be a whole number of at least %d; got %r" % (name, least, str(value)[:40]))
+    return int(text)
+
+
+def settings_from_role(role_vars, metrics_dir):
+    """The settings file's object from the onion_watchdog role's variables ({name without the prefix: value}),
+    checked here: ValueError names the variable and what it must be."""
+    v = dict((k, role_vars.get(k, DEFAULTS.get(k))) for k in ROLE_SETTINGS)
+    if "interval_minutes" in role_vars:  # the timer's, not a setting: checked here with the others
+        _whole(role_vars["interval_minutes"], "interval_minutes", 1)
+    out = dict((k, v[k]) for k in ("control_socket", "cookie_path", "restart_command", "backend_units"))
+    out["control_port"] = None if v["control_port"] in (None, "") else _whole(v["control_port"], "control_port", 1)
+    out["min_hsdirs"] = None if v["min_hsdirs"] in (None, "") else _whole(v["min_hsdirs"], "min_hsdirs", 1)
+    for name in ("confirm_checks", "reach_attempts", "hung_checks"):
+        out[name] = _whole(v[name], name, 1)
+    for name in ("restart_interval", "backend_restart_interval"):
+        out[name] = _whole(v[name], name, 0)
+    for name in ("fetch_timeout", "reach_timeout"):
+        try:
+            out[name] = float(v[name])
+        except (TypeError, ValueError, OverflowError):
+            out[name] = 0.0
+        if isinstance(v[name], bool) or not out[name] >= 1 or out[name] > 3600:
+            raise ValueError("onion_watchdog_%s must be a number of seconds from 1 to 3600; got %r" % (
+                name, str(v[name])[:40]))
+    words = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
+    report_only = v["report_only"] if isinstance(v["report_only"], bool) else words.get(str(v["report_only"]).lower())
+    if report_only is None:
+        raise ValueError("onion_watchdog_report_only must be true or false; got %r" % (v["report_only"],))
+    out["report_only"] = report_only
+    addresses = v["addresses"] or []
+    bad = [a for a in addresses if not isinstance(a, str) or not _onion_ok(a)]
+    if bad:
+        raise ValueError("onion_watchdog_addresses must be v3 onion addresses (56 base32 characters with a right "
+                         "checksum, .onion optional); not: %s" % ", ".join(str(a)[:80] for a in bad))
+    out["addresses"] = [a if a.endswith(".onion") else a + ".onion" for a in addresses] or None
+    layers = v["layers"] if v["layers"] is not None else []
+    if not isinstance(layers, list) or set(layers) - set(health_layers.OPTIONAL_LAYERS):
+        raise ValueError("onion_watchdog_layers must be a list of %s; got %r" % (
+            ", ".join(health_layers.OPTIONAL_LAYERS), layers))
+    out["layers"] = layers
+    ports = v["web_ports"] or []
+    if not isinstance(ports, list) or not all(_whole_port(p) for p in ports):
+        raise ValueError("onion_watchdog_web_ports must be a list of ports (1-65535); got %s" % str(ports)[:80])
+    out["web_ports"] = [int(p) for p in ports]
+    out["state_file"] = "/var/lib/onionlab-watchdog/state.json"
+    out["metrics_file"] = "%s/onionlab_watchdog.prom" % metrics_dir.rstrip("/")
+    try:
+        check_config(out)
+    except ValueError as exc:
+        raise ValueError(str(exc).replace("the watchdog's settings: ", "onion_watchdog_"))
+    return out
+
+
+def _whole_port(value):
+    return not isinstance(value, bool) and isinstance(value, (int, str)) and str(value).isdigit() \
+        and len(str(value)) <= 5 and 1 <= int(value) <= 65535
+
+
+def _onion_ok(address):
+    try:
+        onion.parse_onion_address(address)
+    except onion.OnionKeyError:
+        return False
+    return True
 
 
 def _read_state(path):
@@ -115,11 +225,15 @@ class Watchdog:
                                socket_path=None if c["control_port"] else c["control_socket"],
                                cookie_path=c["cookie_path"], timeout=c["timeout"])
 
-    def _run_restart(self):
+    def _run_restart(self, argv=None):
+        """Run the restart command (or `argv`): (ok, the end of its output)."""
         # the watchdog runs under systemd, not as an Ansible module: there is no AnsibleModule.run_command here
-        proc = subprocess.run(  # pylint: disable=ansible-bad-function
-            self.config["restart_command"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            universal_newlines=True, timeout=120, check=False)
+        try:
+            proc = subprocess.run(  # pylint: disable=ansible-bad-function
+                argv or self.config["restart_command"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                universal_newlines=True, timeout=120, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return False, str(exc)[-200:]
         return proc.returncode == 0, (proc.stdout or "").strip()[-200:]
 
     def say(self, **fields):
@@ -144,6 +258,7 @@ class Watchdog:
             with self._connect() as ctl:
                 state["tor_up"] = 1
                 state["tor_hung"] = 0
+                state["hung_streak"] = 0
                 self._run(ctl, state, now)
         except (TorError, OSError) as exc:
             state["tor_up"] = 0
@@ -155,11 +270,12 @@ class Watchdog:
             state["tor_hung"] = 1 if tor["state"] == "hung" else 0
             for record in state["services"].values():
                 record["layers"] = {"tor": 0}
+                record["reason"] = ["tor", tor["evidence"][:240]]
             if tor["state"] == "hung":
-                self.say(tor="hung", pid=tor["pid"], evidence=tor["evidence"][:300], action="none",
-                         result="no repair of a hung tor in this version (a service manager does not restart a "
-                                "live process)")
+                state["hung_streak"] = state.get("hung_streak", 0) + 1
+                self._hung(state, tor, now)
             else:
+                state["hung_streak"] = 0
                 self.say(tor="unreachable", evidence=tor["evidence"][:300], action="none",
                          result="no repair while tor does not answer (its service manager restarts a tor that died)")
         _atomic(self.config["state_file"], json.dumps(state, sort_keys=True, indent=1) + "\n", 0o600)
@@ -188,6 +304,9 @@ class Watchdog:
             record["holding"] = entry["counts"].get("current", 0) if entry["counts"] else 0
             layers = entry.get("layers") or {}
             record["layers"] = dict((name, {True: 1, False: 0}.get(layers[name].get("ok"), -1)) for name in layers)
+            failed_first = entry.get("failed_layer")
+            record["reason"] = [failed_first or "descriptor", (entry["reasons"] or [""])[0][:240]] \
+                if entry["state"] == "unhealthy" else None
             shown = layer_words(layers)
             evidence = "; ".join(entry["reasons"])
             extra = {"layer": entry.get("failed_layer") or "none", "layers": shown} if layers else {}
@@ -204,12 +323,16 @@ class Watchdog:
             record["failures"] += 1
             record["streak"] += 1
             failed = entry.get("failed_layer")
+            units = []
             if failed not in (None, "descriptor") and (layers.get("descriptor") or {}).get("ok") is not False:
                 # the descriptor is fine: reposting, reloading or restarting tor would not help this layer
-                self.say(service=address, state="unhealthy", evidence=evidence, action="none", **dict(
-                    extra, result="the %s layer failed, the descriptor is fine: no descriptor repair; no repair "
-                                  "for the %s layer in this version" % (failed, failed)))
-                continue
+                units = self._units_for(layers.get("backend")) if failed == "backend" else []
+                if not units:
+                    self.say(service=address, state="unhealthy", evidence=evidence, action="none", **dict(
+                        extra, result="the %s layer failed, the descriptor is fine: no descriptor repair; %s" % (
+                            failed, "no unit in backend_units for its target, so nothing to restart"
+                            if failed == "backend" else "no repair for the %s layer in this version" % failed)))
+                    continue
             if record["streak"] < self.config["confirm_checks"]:
                 self.say(service=address, state="unhealthy", evidence=evidence, action="none", **dict(
                     extra, result="unhealthy %d time(s) in a row; a repair after %d" % (
@@ -218,6 +341,9 @@ class Watchdog:
             if self.config["report_only"]:
                 self.say(service=address, state="unhealthy", evidence=evidence, action="none",
                          **dict(extra, result="report only"))
+                continue
+            if units:
+                self._restart_backends(state, record, address, units, evidence, now, extra)
                 continue
             if not ready:
                 self.say(service=address, state="unhealthy", evidence=evidence, action="none",
@@ -248,6 +374,55 @@ class Watchdog:
                      listening_on=",".join(item["listening_on"]), action="none",
                      result="a scan of this host's addresses finds the backend and ties the service to the host; "
                             + listeners.FIX)
+
+    def _hung(self, state, tor, now):
+        """A hung tor: restarted once it was hung on hung_checks runs in a row (restart_interval does not hold a
+        hung tor back; report_only does)."""
+        fields = dict(tor="hung", pid=tor["pid"], evidence=tor["evidence"][:300])
+        streak, need = state["hung_streak"], self.config["hung_checks"]
+        if self.config["report_only"]:
+            self.say(**dict(fields, action="none", result="report only"))
+            return
+        if streak < need:
+            self.say(**dict(fields, action="none", result="hung %d time(s) in a row; a restart after %d (restart_interval "
+                                                          "does not hold back a hung tor)" % (streak, need)))
+            return
+        ok, output = self._restart()
+        state["last_restart"] = now
+        state["hung_restarts"] = state.get("hung_restarts", 0) + 1
+        state["hung_streak"] = 0
+        self.say(**dict(fields, action="restart", result="hung %d times in a row: %s" % (
+            streak, "tor restarted" if ok else "the restart command failed: %s" % output)))
+
+    def _units_for(self, backend):
+        """The backend_units of the targets the backend layer found refusing (each unit once)."""
+        units = []
+        for port in (backend or {}).get("ports") or ():
+            unit = self.config["backend_units"].get(port.get("target")) if not port.get("ok") else None
+            if unit and unit not in units:
+                units.append(unit)
+        return units
+
+    def _restart_backends(self, state, record, address, units, evidence, now, extra):
+        """Restart each unit (backend_restart_command + [unit]) unless it was restarted less than
+        backend_restart_interval seconds ago; one journal line."""
+        last = state.setdefault("backend_restarts", {})
+        done, notes = [], []
+        for unit in units:
+            when = (last.get(unit) or {}).get("last")
+            if when and now - when < self.config["backend_restart_interval"]:
+                notes.append("%s held back: restarted %d s ago (backend_restart_interval %d s)" % (
+                    unit, now - when, self.config["backend_restart_interval"]))
+                continue
+            ok, output = self._restart(list(self.config["backend_restart_command"]) + [unit])
+            entry = last.setdefault(unit, {"count": 0})
+            entry.update(last=now, count=entry["count"] + 1)
+            done.append(unit)
+            notes.append("%s restarted" % unit if ok else "restarting %s failed: %s" % (unit, output))
+        if done:
+            record["repairs"]["backend"] = record["repairs"].get("backend", 0) + 1
+        self.say(service=address, state="unhealthy", evidence=evidence, action="restart-backend" if done else "none",
+                 unit=",".join(units), **dict(extra, result="; ".join(notes)))
 
     def _take_lock(self, ctl):
         facts_dir = dict(ctl.get_conf("DataDirectory")).get("DataDirectory")
@@ -330,8 +505,13 @@ def metrics_text(state):
            [(label(a), r["checks"]) for a, r in services])
     family("onionlab_watchdog_failures_total", "counter", "Checks that found the service unhealthy.",
            [(label(a), r["failures"]) for a, r in services])
-    family("onionlab_watchdog_repairs_total", "counter", "Repairs by step of the ladder.",
-           [(label(a, step=s), r["repairs"].get(s, 0)) for a, r in services for s in STEPS[1:]])
+    family("onionlab_watchdog_repairs_total", "counter", "Repairs by step of the ladder, and backend: a "
+           "backend_units unit restarted.",
+           [(label(a, step=s), r["repairs"].get(s, 0)) for a, r in services for s in STEPS[1:] + ("backend",)])
+    family("onionlab_watchdog_hung_restarts_total", "counter", "Restarts of tor found hung on hung_checks runs "
+           "in a row.", [("", state.get("hung_restarts", 0))])
+    family("onionlab_watchdog_backend_restarts_total", "counter", "Restarts of each backend_units unit.",
+           [('{unit="%s"}' % u, v.get("count", 0)) for u, v in sorted((state.get("backend_restarts") or {}).items())])
     family("onionlab_watchdog_healthy", "gauge", "1 healthy, 0 unhealthy, -1 pending (nothing to judge yet).",
            [(label(a), {"healthy": 1, "unhealthy": 0}.get(r.get("state"), -1)) for a, r in services])
     family("onionlab_watchdog_unhealthy_streak", "gauge", "Unhealthy checks in a row.",
@@ -345,12 +525,22 @@ def metrics_text(state):
            "descriptor, introduction, reach).",
            [(label(a, layer=n), r["layers"][n]) for a, r in services
             for n in health_layers.LAYERS if n in (r.get("layers") or {})])
+    family("onionlab_watchdog_reason_info", "gauge",
+           "1 for each unhealthy service: the first layer that failed and its evidence in words (what the prometheus "
+           "role's alerts quote).",
+           [(label(a, layer=r["reason"][0], reason=_label_value(r["reason"][1])), 1) for a, r in services
+            if r.get("reason")])
     family("onionlab_watchdog_backend_exposed", "gauge",
            "1: the service port's target also listens on a non-loopback address (a scan of the host finds the "
            "backend); 0: loopback or unix socket only. Fix: bind the backend to 127.0.0.1 or a unix socket.",
            [(label(a, port=p), v) for a, r in services
             for p, v in sorted((r.get("exposed") or {}).items(), key=lambda i: int(i[0]))])
     return "\n".join(out) + "\n"
+
+
+def _label_value(text):
+    """A Prometheus label value: backslash, double quote and newline escaped."""
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def main(argv=None):

@@ -65,6 +65,16 @@ def task(role, name, tasks_file="main.yml"):
     return found[0]
 
 
+def filter_check(role, name, tasks_file="main.yml"):
+    """A set_fact task whose one fact is its vars' mapping through a checking filter (onion_watchdog's settings), as an
+    expression to template: the mapping written out, its values the role's variables."""
+    found = task(role, name, tasks_file)
+    (fact, expression), = found["ansible.builtin.set_fact"].items()
+    (mapping_name, mapping), = found["vars"].items()
+    inline = "{%s}" % ", ".join("%r: %s" % (k, v.strip("{} ")) for k, v in mapping.items())
+    return ["{{ (%s) is mapping }}" % expression.strip("{} ").replace(mapping_name, inline, 1)]
+
+
 def assert_that(role, name, tasks_file="main.yml"):
     """The conditions of an assert task, each as an expression to template."""
     that = task(role, name, tasks_file)["ansible.builtin.assert"]["that"]
@@ -275,7 +285,7 @@ ONIONPROBE_VARS = dict(role_vars("onionprobe"), ansible_managed="Ansible managed
                        onionprobe_binary="/usr/bin/onionprobe")
 ONIONPROBE_UNIT = "roles/onionprobe/templates/onionprobe.service.j2"
 SETUPS = {
-    "onion_watchdog": (WATCHDOG_VARS, assert_that("onion_watchdog", "Check the role's variables")
+    "onion_watchdog": (WATCHDOG_VARS, filter_check("onion_watchdog", "Check the role's variables")
                        + assert_that("onion_watchdog", "The role's variables written into the watchdog's unit, one "
                                                        "word each")),
     "onionprobe": (ONIONPROBE_VARS, assert_that("onionprobe", "Check the role's own variables")
@@ -366,6 +376,9 @@ def test_other_roles_hostile_value_refused_or_meaning_kept(others_checked, role,
     template, accepted = OTHER_VARIABLES[(role, variable)]
     results, rendered = others_checked[(role, variable, hostile)]
     errors = [r["error"] for r in results if "error" in r]
+    if errors and "%s: %s must be" % (role, variable) in errors[0]:  # a checking filter's message (watchdog_settings)
+        assert hostile not in accepted, errors[0]
+        return
     if errors:  # the filter config_values' message
         assert "%s: these variables would not stay one value each" % role in errors[0], errors[0]
         assert "%s: the value" % variable in errors[0] or "%s.Vanguards." % variable in errors[0], errors[0]

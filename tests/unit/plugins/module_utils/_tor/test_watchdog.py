@@ -2,7 +2,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The watchdog's ladder (watchdog.py) against scripted checks: one step per unhealthy run, the next only when
 the one before did not help; no repair when pending, bootstrapping, report-only, while a run holds the lock or
-tor does not answer; restarts at most once per interval; state and metrics kept between runs."""
+tor does not answer; restarts at most once per interval; state and metrics kept between runs. Beside the ladder: a
+hung tor restarted after hung_checks runs in a row, a backend's unit restarted (backend_units)."""
 
 import io
 import json
@@ -63,7 +64,8 @@ def bed(tmp_path, monkeypatch):
         cfg = dict({"state_file": str(tmp_path / "state.json"), "metrics_file": str(tmp_path / "wd.prom"),
                     "confirm_checks": 1}, **config)
         for _ in states:
-            watchdog.Watchdog(cfg, connect=lambda: ctl, restart=lambda: restarts.append(clock["now"]) or (True, ""),
+            watchdog.Watchdog(cfg, connect=lambda: ctl, restart=lambda argv=None: restarts.append(
+                clock["now"] if argv is None else argv) or (True, ""),
                               clock=lambda: clock["now"], out=out).run()
             clock["now"] += 300
         return out.getvalue().splitlines()
@@ -261,3 +263,117 @@ def test_a_tor_that_accepts_but_never_answers_is_hung(bed, tmp_path, monkeypatch
     metrics = (tmp_path / "wd.prom").read_text()
     assert "onionlab_watchdog_tor_hung 1" in metrics
     assert 'onionlab_watchdog_layer_ok{onion="%s",layer="tor"} 0' % ADDRESS[:-6] in metrics
+
+
+def _hung_proc(tmp_path, monkeypatch):
+    """A recorded /proc where PID 321 (stopped) holds the listening socket of control port 9043."""
+    from ansible_collections.onionlab.tor.plugins.module_utils._tor import health_layers
+    import os
+    proc = tmp_path / "proc"
+    (proc / "net").mkdir(parents=True)
+    (proc / "net" / "tcp").write_text(
+        "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+        "   0: 0100007F:2353 00000000:0000 0A 00000000:00000000 00:00000000 00000000   105        0 4242 1 0\n")
+    (proc / "321" / "fd").mkdir(parents=True)
+    (proc / "321" / "stat").write_text("321 (tor) T 1 321 0 0")
+    os.symlink("socket:[4242]", str(proc / "321" / "fd" / "7"))
+    monkeypatch.setattr(health_layers, "PROC", str(proc))
+
+
+@pytest.mark.parametrize("report_only", [False, True])
+def test_a_hung_tor_is_restarted_after_hung_checks_runs_in_a_row(tmp_path, monkeypatch, report_only):
+    """Hung on run 1: a line, no restart; hung on run 2: restarted although a restart happened 60 s before
+    (restart_interval 3600 does not hold back a hung tor); a run where tor answers resets the count; report_only
+    never restarts. The counter onionlab_watchdog_hung_restarts_total counts the restarts."""
+    from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import ControlTimeout
+    _hung_proc(tmp_path, monkeypatch)
+    (tmp_path / "state.json").write_text(json.dumps({"services": {}, "last_restart": 940, "runs": 3}))
+    restarts, out, clock = [], io.StringIO(), {"now": 1000.0}
+
+    def silent():
+        raise ControlTimeout("tor at port 127.0.0.1:9043 did not answer within 10.0s")
+    cfg = {"state_file": str(tmp_path / "state.json"), "metrics_file": str(tmp_path / "wd.prom"),
+           "control_port": 9043, "report_only": report_only}
+    for _ in range(3):
+        watchdog.Watchdog(cfg, connect=silent, restart=lambda argv=None: restarts.append(argv) or (True, ""),
+                          clock=lambda: clock["now"], out=out).run()
+        clock["now"] += 60
+    lines = out.getvalue().splitlines()
+    if report_only:
+        assert restarts == [] and _actions(lines) == ["none"] * 3 and all("report only" in line for line in lines), lines
+        return
+    assert restarts == [None], restarts
+    assert _actions(lines) == ["none", "restart", "none"], lines
+    assert "hung 1 time(s) in a row; a restart after 2" in lines[0]
+    assert "hung 2 times in a row: tor restarted" in lines[1] and "tor=hung pid=321" in lines[1]
+    state = json.loads((tmp_path / "state.json").read_text())
+    assert state["hung_restarts"] == 1 and state["last_restart"] == 1060 and state["hung_streak"] == 1
+    assert "onionlab_watchdog_hung_restarts_total 1" in (tmp_path / "wd.prom").read_text()
+
+
+def _backend_down(target="127.0.0.1:8080"):
+    entry = _layered("unhealthy", "backend", {"tor": True, "backend": False, "descriptor": True,
+                                              "introduction": True, "reach": False})
+    entry["layers"]["backend"]["ports"] = [{"port": 80, "target": target, "ok": False, "error": "Connection refused"},
+                                           {"port": 443, "target": "unix:/run/ok.sock", "ok": True, "error": None}]
+    return entry
+
+
+def test_a_refusing_backend_restarts_its_unit_never_tor(bed, monkeypatch):
+    """backend_units names the unit of the refusing target: restarted after confirm_checks, then held back within
+    backend_restart_interval, then again; tor gets no signal and no restart; the repair is counted."""
+    monkeypatch.setattr(onion_health, "run_check", lambda ctl, **o: ({"services": [_backend_down()]},
+                                                                     {ADDRESS: object()}))
+    lines = bed["run"]([None] * 4, confirm_checks=2, backend_restart_interval=500,
+                       backend_units={"127.0.0.1:8080": "web.service", "unix:/run/ok.sock": "other.service"})
+    assert _actions(lines) == ["none", "restart-backend", "none", "restart-backend"], lines
+    assert "unhealthy 1 time(s) in a row; a repair after 2" in lines[0]
+    assert "unit=web.service" in lines[1] and "web.service restarted" in lines[1] and "layer=backend" in lines[1]
+    assert "web.service held back: restarted 300 s ago (backend_restart_interval 500 s)" in lines[2]
+    assert bed["restarts"] == [["systemctl", "restart", "web.service"]] * 2, bed["restarts"]
+    assert bed["ctl"].signals == [] and bed["script"]["posted"] == []
+    metrics = (bed["tmp"] / "wd.prom").read_text()
+    assert 'onionlab_watchdog_repairs_total{onion="%s",step="backend"} 2' % ADDRESS[:-6] in metrics
+    assert 'onionlab_watchdog_backend_restarts_total{unit="web.service"} 2' in metrics
+
+
+def test_a_refusing_backend_without_a_unit_is_named_not_repaired(bed, monkeypatch):
+    monkeypatch.setattr(onion_health, "run_check", lambda ctl, **o: ({"services": [_backend_down("[::1]:80")]},
+                                                                     {ADDRESS: object()}))
+    lines = bed["run"]([None, None], report_only=False, backend_units={"127.0.0.1:8080": "web.service"})
+    assert _actions(lines) == ["none", "none"] and bed["restarts"] == [], lines
+    assert "no unit in backend_units for its target, so nothing to restart" in lines[1]
+
+
+@pytest.mark.parametrize("setting", [
+    {"backend_units": {"127.0.0.1:80": "web; rm -rf /"}}, {"backend_units": {"127.0.0.1:80": "--force"}},
+    {"backend_units": ["web"]}, {"hung_checks": 0}, {"hung_checks": True}, {"backend_restart_interval": -1},
+    {"backend_restart_command": "systemctl restart"}, {"restart_command": []}])
+def test_config_file_bad_repair_settings_refused(tmp_path, setting):
+    path = tmp_path / "wd.json"
+    path.write_text(json.dumps(setting))
+    with pytest.raises(ValueError) as err:
+        watchdog.load_config(str(path))
+    assert str(path) in str(err.value) and list(setting)[0] in str(err.value)
+
+
+def test_settings_from_the_role_checked_in_one_place():
+    """The onion_watchdog role's variables -> the settings file (filter watchdog_settings): defaults filled in, numbers
+    as numbers, addresses with their checksum checked; each bad value refused naming its variable."""
+    good = "pg6mmjiyjmcrsslvykfwnntlaru7p5svn6y2ymmju6nubxndf4pscryd"
+    out = watchdog.settings_from_role({"addresses": [good], "control_port": "9051", "fetch_timeout": "20",
+                                       "report_only": "false", "backend_units": {"127.0.0.1:8080": "nginx.service"},
+                                       "interval_minutes": 5}, "/var/lib/prometheus/node-exporter/")
+    assert out["addresses"] == [good + ".onion"] and out["control_port"] == 9051 and out["fetch_timeout"] == 20.0
+    assert out["report_only"] is False and out["hung_checks"] == 2 and out["layers"] == ["backend", "introduction",
+                                                                                          "reach"]
+    assert out["metrics_file"] == "/var/lib/prometheus/node-exporter/onionlab_watchdog.prom"
+    assert set(out) <= set(watchdog.DEFAULTS)
+    bad_checksum = good[:-2] + ("ya" if good[-2:] != "ya" else "yb")
+    for variable, value in (("addresses", [bad_checksum]), ("interval_minutes", 0), ("confirm_checks", "9" * 5000),
+                            ("layers", ["descriptor"]), ("web_ports", [70000]), ("report_only", "maybe"),
+                            ("backend_units", {"127.0.0.1:80": "a b"}), ("reach_timeout", "inf"),
+                            ("restart_command", "systemctl restart tor")):
+        with pytest.raises(ValueError) as err:
+            watchdog.settings_from_role({variable: value}, "/m")
+        assert "onion_watchdog_%s must be" % variable in str(err.value), (variable, str(err.value))
