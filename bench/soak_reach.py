@@ -36,7 +36,7 @@ FILES = [
     'tests/integration/test_privnet_onionbalance.py',
     'tests/integration/test_role_onion_vanguards.py',
 ]
-SCENARIOS = ['default', 'balanced']     # molecule: verify fetches every service through the network's client
+SCENARIOS = ['default']     # molecule: verify fetches every service through the network's client
 
 
 def run(cmd, log, cwd, env):

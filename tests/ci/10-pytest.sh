@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$ONIONLAB_ROOT"
 bash tests/utils/core-venv.sh 2.17 >/dev/null
 python tests/harness/hosts.py ensure-packages
-# the long bed tests run in steps 15-beds (a lane of their own) and 65-beds-checks (tests/ci/beds.txt)
+# the long bed tests run in steps 15-beds (a lane of their own) and 13-beds-checks (tests/ci/beds.txt)
 mapfile -t ignore < <(grep -v '^#' tests/ci/beds.txt | awk 'NF { print "--ignore=" $1 }')
 python -m pytest -p no:cacheprovider -q -rs --durations=25 "${ignore[@]}" tests/unit tests/integration "$@" \
     | tee .build/pytest.log
