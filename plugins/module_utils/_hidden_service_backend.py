@@ -47,13 +47,18 @@ def ephemeral(ctl, p, check_mode, run_command=None):
         raise ParameterError("onionbalance_frontend is not available for an ephemeral service: ADD_ONION has no "
                              "flag or keyword for HiddenServiceOnionbalanceInstance (tor's control-spec), and tor "
                              "reads ob_config only from a HiddenServiceDir; use a persistent service (path)")
+    if p.get("keep_key") and p.get("discard_pk"):
+        raise ParameterError("keep_key keeps the service's key on the host, discard_pk tells tor to forget it: give "
+                             "one of them")
     for name in NOT_EPHEMERAL:
         if p.get(name) is not None:
             raise ParameterError("%s is not available for an ephemeral service (ADD_ONION has no keyword for it); "
                                  "use a persistent service (path)" % name)
     return _ephemeral.apply_ephemeral(
         ctl, p["state"], ports=p["ports"], private_key=p["private_key"], service_id=p["service_id"],
-        client_auth_v3=p["client_auth_v3"] or [], discard_pk=p["discard_pk"] or not p["return_private_key"],
+        client_auth_v3=p["client_auth_v3"] or [],
+        discard_pk=p["discard_pk"] or not (p["return_private_key"] or p.get("keep_key")),
+        keep_key=bool(p.get("keep_key")), key_dir=p.get("key_dir") or _ephemeral.KEY_DIR,
         check_mode=check_mode, lock_timeout=p["lock_timeout"], run_command=run_command,
         **{name: p.get(name) for name in _ephemeral.ADD_ONION_SINGLE + _ephemeral.ADD_ONION_GROUPS})
 

@@ -101,6 +101,21 @@ options:
         task.
     type: bool
     default: false
+  keep_key:
+    description:
+      - For an ephemeral service, keep its key on the host (O(private_key), or the key tor generates) in
+        O(key_dir)C(/<service id>.key), mode C(0600) in a directory C(0700) of the module's user (root's with
+        C(become)), written atomically and never through a link; never returned or logged. The
+        P(onionlab.tor.onion_watchdog#role) role's watchdog adds the service back from it, with the same address,
+        after tor restarts (an ephemeral service is otherwise gone with the tor that ran it).
+      - V(false) removes a kept key of the service; removing the service (O(state=absent)) removes it too.
+    type: bool
+    default: false
+  key_dir:
+    description:
+      - The directory of the keys O(keep_key) keeps (the watchdog reads the same one).
+    type: path
+    default: /var/lib/onionlab/ephemeral-keys
   client_auth_v3:
     description:
       - For an ephemeral service, the x25519 public keys (base32) of the clients allowed to reach it.
@@ -343,6 +358,8 @@ def main():
         discard_pk=dict(type="bool", default=False),
         return_private_key=dict(type="bool", default=False),
         client_auth_v3=dict(type="list", elements="str"),
+        keep_key=dict(type="bool", default=False),
+        key_dir=dict(type="path", default="/var/lib/onionlab/ephemeral-keys"),
         persist=dict(type="bool", default=True),
         config_file=dict(type="path", default="/etc/tor/torrc.d/onionlab_hidden_services.conf"),
         include_config_file=dict(type="bool", default=True),
@@ -358,6 +375,9 @@ def main():
     if p["path"] is None and p["services"] is None and not p["ephemeral"]:
         # not required_one_of: ephemeral (a bool with a default) would always count as given
         module.fail_json(msg="give path (one persistent service), services (a list of them) or ephemeral=true")
+    if p["keep_key"] and not p["ephemeral"]:
+        module.fail_json(msg="keep_key is for an ephemeral service (ephemeral=true); a persistent service's key is in "
+                             "its directory already")
     if p["lock_timeout"] <= 0:
         module.fail_json(msg="lock_timeout must be a positive number of seconds")
     result = {"changed": False, "onion_address": None, "service": None, "generated_clients": [], "purged": []}

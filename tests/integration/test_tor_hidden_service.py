@@ -428,3 +428,44 @@ def test_refusal_after_a_key_was_installed_says_what_was_written(tmp_path):
     assert key.split(":", 1)[1] not in run.output
     assert not os.path.exists(other)
     assert done["services"][0]["onion_address"] == address and run.rc == 0, run.output
+
+
+def test_ephemeral_kept_key_added_back_by_the_watchdog_after_a_restart(tor, tmp_path):
+    """Issue 38: an ephemeral service made with keep_key (a run at -vvv: the key is in no output) is gone when tor
+    restarts; the watchdog's program, run once against that tor, adds it back with the same address and ports from the
+    kept key; a second watchdog run changes nothing; removing the service removes the kept key."""
+    from ansible_collections.onionlab.tor.plugins.module_utils._tor import watchdog
+    keys = tmp_path / "kept"
+    made = hs_task(tor, tmp_path, ephemeral=True, ports=[{"port": 80, "target_port": 8080}], keep_key=True,
+                   key_dir=str(keys), return_private_key=True, register="made")
+    made["no_log"] = True
+    run = run_playbook([made], tmp_path, extra_args=["-vvv"])
+    assert run.rc == 0, run.output
+    (result,) = results(run)
+    kept = keys.iterdir().__next__()
+    key = kept.read_text().strip()
+    sid = kept.name[:-len(".key")]
+    assert onion.service_id_of_key(key) == sid and stat.S_IMODE(kept.stat().st_mode) == 0o600
+    assert key.split(":", 1)[1] not in run.output
+    tor.restart()
+    with connect(port=tor.control_port) as ctl:
+        assert sid not in ctl.list_onions()["detached"]
+    config = tmp_path / "wd.json"
+    config.write_text(json.dumps({"control_port": tor.control_port, "ephemeral_key_dir": str(keys), "layers": [],
+                                  "state_file": str(tmp_path / "wd-state.json"),
+                                  "metrics_file": str(tmp_path / "wd.prom")}))
+    said = []
+    for _attempt in (1, 2):
+        dog = watchdog.Watchdog(watchdog.load_config(str(config)), out=open(os.devnull, "w"))
+        dog.run()
+        said.append([line for line in dog.lines if "action=readd" in line])
+        assert key.split(":", 1)[1] not in "\n".join(dog.lines)
+    assert len(said[0]) == 1 and said[1] == [], said
+    assert "service=%s.onion state=gone action=readd result=\"added back with its kept key" % sid in said[0][0]
+    with connect(port=tor.control_port) as ctl:
+        assert sid in ctl.list_onions()["detached"]
+    assert "onionlab_watchdog_readds_total 1" in (tmp_path / "wd.prom").read_text()
+    gone = run_playbook([hs_task(tor, tmp_path, ephemeral=True, state="absent", service_id=sid, key_dir=str(keys))],
+                        tmp_path)
+    assert gone.rc == 0 and results(gone)[0]["changed"] is True, gone.output
+    assert list(keys.iterdir()) == []

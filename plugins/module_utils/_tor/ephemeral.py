@@ -38,6 +38,73 @@ def write_ephemeral_record(data_dir, record):
     files.atomic_write(os.path.join(data_dir, EPHEMERAL_RECORD), json.dumps(record, sort_keys=True, indent=1), 0o600)
 
 
+# -- kept keys: an ephemeral service's key on the host (keep_key), for the watchdog to add it back --------------
+KEY_DIR = "/var/lib/onionlab/ephemeral-keys"
+_KEY_LIMIT = 4096
+
+
+def _open_key_dir(key_dir, create):
+    """A descriptor of key_dir (None when it is missing and not create): made 0700 when missing (its parents 0755),
+    never through a link, and refused when another user owns it or others may enter it."""
+    try:
+        fd = files.open_dir(key_dir)
+    except FileNotFoundError:
+        if not create:
+            return None
+        parent = os.path.dirname(key_dir.rstrip("/")) or "/"
+        os.makedirs(parent, 0o755, exist_ok=True)
+        fd = files.make_dir(key_dir, 0o700)
+    st = os.fstat(fd)
+    if st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        os.close(fd)
+        raise OSError(1, "the directory of kept keys must be this user's own and mode 0700 (it is %04o, uid %d)"
+                      % (st.st_mode & 0o7777, st.st_uid), key_dir)
+    return fd
+
+
+def kept_key(key_dir, sid):
+    """The kept key ('ED25519-V3:...') of a service, or None. Never put into a message."""
+    fd = _open_key_dir(key_dir, False)
+    if fd is None:
+        return None
+    try:
+        data = files.read_regular(sid + ".key", _KEY_LIMIT, dir_fd=fd, shown=os.path.join(key_dir, sid + ".key"))[0]
+    except FileNotFoundError:
+        return None
+    finally:
+        os.close(fd)
+    text = data.decode("ascii", "replace").strip()
+    try:
+        if onion.service_id_of_key(text) != sid:
+            return None
+    except onion.OnionKeyError:
+        return None
+    return text
+
+
+def keep_key(key_dir, sid, key):
+    """Write the service's key to key_dir/<sid>.key (0600, atomically, never through a link)."""
+    fd = _open_key_dir(key_dir, True)
+    try:
+        files.write_secret(sid + ".key", (key + "\n").encode("ascii"), "." + sid + ".key.tmp", dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def drop_key(key_dir, sid):
+    """Remove a kept key; True when there was one."""
+    fd = _open_key_dir(key_dir, False)
+    if fd is None:
+        return False
+    try:
+        os.unlink(sid + ".key", dir_fd=fd)
+        return True
+    except FileNotFoundError:
+        return False
+    finally:
+        os.close(fd)
+
+
 def _names(rows, groups):
     """The names in a service of OPTIONS rows, in OPTIONS' order: the groups' (groups=True) or
     the single options'."""
@@ -115,7 +182,7 @@ def add_onion_keywords(view):
     return keywords
 
 
-_NOT_ADD_ONION = ("ports", "private_key", "service_id", "client_auth_v3", "discard_pk")
+_NOT_ADD_ONION = ("ports", "private_key", "service_id", "client_auth_v3", "discard_pk", "keep_key", "key_dir")
 
 
 def apply_ephemeral(ctl, state, check_mode=False, lock_timeout=DEFAULT_TIMEOUT, run_command=None, **options):
@@ -139,24 +206,47 @@ def apply_ephemeral(ctl, state, check_mode=False, lock_timeout=DEFAULT_TIMEOUT, 
     return dict(out, tor=facts.summary())
 
 
-def _apply_ephemeral(ctl, facts, state, check_mode=False, **options):
+def _apply_ephemeral(ctl, facts, state, check_mode=False, keep_key=False, key_dir=KEY_DIR, **options):
     record = read_ephemeral_record(facts.data_dir) if facts.data_dir else {}
     onions = ctl.list_onions()
     running = set(onions["detached"]) | set(onions["current"])
     record = {sid: recorded_view(view) for sid, view in record.items() if sid in running}
+    if keep_key and options.get("discard_pk") and options.get("private_key") is None:
+        raise ServiceError("keep_key keeps the service's key on the host: give private_key, or let tor return the "
+                           "key it generates (discard_pk false)")
     steps = plan_ephemeral(record, running, state, **options)
-    if check_mode or steps.action is None:
-        return steps.result
+    # the kept key follows the service: kept with keep_key, removed with the service or without keep_key
+    sid = steps.service_id
+    kept = bool(sid) and kept_key(key_dir, sid) is not None
+    keep_change = bool(sid) and steps.action != "add" and kept != bool(keep_key and state != "absent")
+    if check_mode or (steps.action is None and not keep_change):
+        return dict(steps.result, changed=steps.result["changed"] or keep_change)
+    if steps.action is None:
+        if keep_key and state != "absent":
+            keep_key_of_plan(key_dir, steps)
+        else:
+            drop_key(key_dir, sid)
+        return dict(steps.result, changed=True)
     if steps.action == "remove":
         ctl.del_onion(steps.service_id)
         record.pop(steps.service_id, None)
         _save_record(facts, record)
+        drop_key(key_dir, steps.service_id)
         return steps.result
     sid, returned_key = _check_added(ctl, steps, _add_onion(ctl, steps))
     record[sid] = steps.view
     _save_record(facts, record)
+    if keep_key:
+        keep_key_of_plan(key_dir, steps, sid, returned_key)
     return {"changed": True, "service": _describe_ephemeral(sid, steps.view), "private_key": returned_key,
             "diff": {"before": steps.result["diff"]["before"], "after": _describe_ephemeral(sid, steps.view)}}
+
+
+def keep_key_of_plan(key_dir, steps, sid=None, returned_key=None):
+    """Keep the key of a planned service: the one given (the plan's key) or the one tor returned."""
+    key = "%s:%s" % (steps.key_type, steps.key_blob) if steps.own_key else returned_key
+    if key:
+        keep_key(key_dir, sid or steps.service_id, key)
 
 
 class EphemeralPlan:
@@ -244,6 +334,20 @@ def _add_onion(ctl, steps):
             except TorError:
                 pass
         raise
+
+
+def add_back(ctl, sid, view, key):
+    """ADD_ONION of a recorded ephemeral service (its view) with its kept key, detached, tor told to forget the key
+    again; the service id tor answers must be sid (else it is removed again and refused)."""
+    key_type, _sep, key_blob = key.partition(":")
+    view = recorded_view(view)
+    reply = ctl.add_onion([(p["port"], hs.port_to_add_onion(p).split(",", 1)[1]) for p in view["ports"]],
+                          key_type=key_type, key_blob=key_blob, flags=["Detach", "DiscardPK"],
+                          client_auth_v3=view.get("client_auth_v3") or (), keywords=add_onion_keywords(view))
+    if reply["service_id"] != sid:
+        ctl.del_onion(reply["service_id"])
+        raise ProtocolError("tor returned a ServiceID that does not belong to the kept key")
+    return sid
 
 
 def _check_added(ctl, steps, reply):

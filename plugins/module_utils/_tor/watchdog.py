@@ -59,6 +59,7 @@ import sys
 import time
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import client as _client
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import ephemeral
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import files
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import health_layers
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import listeners
@@ -78,6 +79,7 @@ DEFAULTS = {
     "layers": list(health_layers.OPTIONAL_LAYERS), "reach_timeout": 60.0, "reach_attempts": 3,
     "web_ports": [80, 443], "pid_file": "/run/tor/tor.pid", "hung_checks": 2,
     "backend_units": {}, "backend_restart_interval": 600, "backend_restart_command": ["systemctl", "restart"],
+    "readd_ephemeral": True, "ephemeral_key_dir": "/var/lib/onionlab/ephemeral-keys",
 }
 _UNIT_RE = re.compile(r"^[A-Za-z0-9_.@:-]{1,255}\Z")
 
@@ -116,7 +118,8 @@ def check_config(data, where="the watchdog's settings"):
 # The onion_watchdog role's variables (without the onion_watchdog_ prefix) that are settings of the same name.
 ROLE_SETTINGS = ("control_socket", "control_port", "cookie_path", "addresses", "min_hsdirs", "fetch_timeout",
                  "restart_interval", "restart_command", "report_only", "confirm_checks", "layers", "reach_timeout",
-                 "reach_attempts", "web_ports", "hung_checks", "backend_units", "backend_restart_interval")
+                 "reach_attempts", "web_ports", "hung_checks", "backend_units", "backend_restart_interval",
+                 "readd_ephemeral", "ephemeral_key_dir")
 
 
 def _whole(value, name, least):
@@ -149,10 +152,16 @@ def settings_from_role(role_vars, metrics_dir):
             raise ValueError("onion_watchdog_%s must be a number of seconds from 1 to 3600; got %r" % (
                 name, str(v[name])[:40]))
     words = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
-    report_only = v["report_only"] if isinstance(v["report_only"], bool) else words.get(str(v["report_only"]).lower())
-    if report_only is None:
-        raise ValueError("onion_watchdog_report_only must be true or false; got %r" % (v["report_only"],))
-    out["report_only"] = report_only
+    for name in ("report_only", "readd_ephemeral"):
+        value = v[name] if isinstance(v[name], bool) else words.get(str(v[name]).lower())
+        if value is None:
+            raise ValueError("onion_watchdog_%s must be true or false; got %r" % (name, str(v[name])[:40]))
+        out[name] = value
+    if not isinstance(v["ephemeral_key_dir"], str) or not v["ephemeral_key_dir"].startswith("/") \
+            or "\n" in v["ephemeral_key_dir"]:
+        raise ValueError("onion_watchdog_ephemeral_key_dir must be an absolute path; got %r"
+                         % (str(v["ephemeral_key_dir"])[:80],))
+    out["ephemeral_key_dir"] = v["ephemeral_key_dir"]
     addresses = v["addresses"] or []
     bad = [a for a in addresses if not isinstance(a, str) or not _onion_ok(a)]
     if bad:
@@ -285,6 +294,8 @@ class Watchdog:
 
     def _run(self, ctl, state, now):
         c = self.config
+        if c["readd_ephemeral"]:
+            self._readd(ctl, state)
         result, services = onion_health.run_check(
             ctl, addresses=c["addresses"], timeout=c["fetch_timeout"], min_hsdirs=c["min_hsdirs"], layers=c["layers"],
             reach_timeout=c["reach_timeout"], reach_attempts=c["reach_attempts"], web_ports=c["web_ports"])
@@ -374,6 +385,62 @@ class Watchdog:
                      listening_on=",".join(item["listening_on"]), action="none",
                      result="a scan of this host's addresses finds the backend and ties the service to the host; "
                             + listeners.FIX)
+
+    def _readd(self, ctl, state):
+        """The ephemeral services the collection made (the record in tor's DataDirectory) that tor no longer runs
+        (it restarted): each added back from its kept key (tor_hidden_service keep_key), same address; one that
+        cannot be is named once and leaves the record."""
+        data_dir = dict(ctl.get_conf("DataDirectory")).get("DataDirectory")
+        # only a running tor's DataDirectory (tor holds its lock file there), as the module writes the record
+        if not data_dir or not os.path.isfile(os.path.join(data_dir, "lock")):
+            return
+        record = ephemeral.read_ephemeral_record(data_dir)
+        if not record:
+            return
+        onions = ctl.list_onions()
+        running = set(onions["detached"]) | set(onions["current"])
+        gone = sorted(sid for sid in record if sid not in running)
+        if not gone:
+            return
+        if self.config["report_only"]:
+            for sid in gone:
+                self.say(service=sid + ".onion", state="gone", action="none", result="report only")
+            return
+        lock = self._take_lock(ctl)
+        if lock is False:
+            self.say(service=",".join(s + ".onion" for s in gone), state="gone", action="none",
+                     result="a run of the collection holds the tor's lock; not added back now")
+            return
+        try:
+            record = ephemeral.read_ephemeral_record(data_dir)      # again, under the lock
+            for sid in gone:
+                if sid not in record:
+                    continue
+                try:
+                    key = ephemeral.kept_key(self.config["ephemeral_key_dir"], sid)
+                except OSError as exc:
+                    key, why = None, "its kept key could not be read (%s)" % exc.strerror
+                else:
+                    why = "its key was not kept (tor_hidden_service keep_key: true keeps it)"
+                if key is None:
+                    record.pop(sid)
+                    self.say(service=sid + ".onion", state="gone", action="none", result=(
+                        "tor no longer runs this ephemeral service (restarted?) and it cannot be added back: %s; "
+                        "left out of the record" % why))
+                    continue
+                try:
+                    ephemeral.add_back(ctl, sid, record[sid], key)
+                except TorError as exc:
+                    self.say(service=sid + ".onion", state="gone", action="readd",
+                             result="adding it back failed: %s" % str(exc)[:200])
+                    continue
+                state["readds"] = state.get("readds", 0) + 1
+                self.say(service=sid + ".onion", state="gone", action="readd",
+                         result="added back with its kept key (same address) after tor no longer ran it")
+            ephemeral.write_ephemeral_record(data_dir, record)
+        finally:
+            if lock:
+                lock.release()
 
     def _hung(self, state, tor, now):
         """A hung tor: restarted once it was hung on hung_checks runs in a row (restart_interval does not hold a
@@ -508,6 +575,8 @@ def metrics_text(state):
     family("onionlab_watchdog_repairs_total", "counter", "Repairs by step of the ladder, and backend: a "
            "backend_units unit restarted.",
            [(label(a, step=s), r["repairs"].get(s, 0)) for a, r in services for s in STEPS[1:] + ("backend",)])
+    family("onionlab_watchdog_readds_total", "counter", "Ephemeral services added back from their kept keys after "
+           "tor no longer ran them.", [("", state.get("readds", 0))])
     family("onionlab_watchdog_hung_restarts_total", "counter", "Restarts of tor found hung on hung_checks runs "
            "in a row.", [("", state.get("hung_restarts", 0))])
     family("onionlab_watchdog_backend_restarts_total", "counter", "Restarts of each backend_units unit.",

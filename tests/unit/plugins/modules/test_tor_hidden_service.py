@@ -696,3 +696,44 @@ def test_services_entry_without_ports_is_refused_before_any_write(runner, fake, 
         {"path": vaulted, "ports": [80], "private_key": KEY_BLOB}, {"path": noports}]))
     assert result["msg"] == "the service %s in services needs at least one entry in ports" % noports
     assert not os.path.exists(vaulted) and not os.path.exists(noports) and setconfs(fake) == []
+
+
+def test_ephemeral_keep_key_kept_0600_removed_with_the_service(runner, fake, tmp_path):
+    """keep_key: the key in key_dir/<sid>.key, 0600 in a 0700 directory, never in the result; a second run changes
+    nothing; keep_key false removes it (changed, check mode first); state=absent removes it with the service; a
+    generated key is kept as tor returned it (tor not told DiscardPK), and keep_key with discard_pk is refused."""
+    keys = tmp_path / "keys" / "ephemeral"
+    first = runner.ok(module, **eph(fake, tmp_path, private_key=KEY_BLOB, keep_key=True, key_dir=str(keys)))
+    kept = keys / (KEY_SID + ".key")
+    assert first["changed"] is True and kept.read_text().strip() == KEY_BLOB
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600 and stat.S_IMODE(keys.stat().st_mode) == 0o700
+    assert KEY_BLOB.split(":", 1)[1] not in json.dumps(first)
+    again = runner.ok(module, **eph(fake, tmp_path, private_key=KEY_BLOB, keep_key=True, key_dir=str(keys)))
+    assert again["changed"] is False
+    checked = runner.ok(module, check_mode=True, **eph(fake, tmp_path, private_key=KEY_BLOB, key_dir=str(keys)))
+    assert checked["changed"] is True and kept.exists()
+    dropped = runner.ok(module, **eph(fake, tmp_path, private_key=KEY_BLOB, key_dir=str(keys)))
+    assert dropped["changed"] is True and not kept.exists() and list(fake.onions) == [KEY_SID]
+    runner.ok(module, **eph(fake, tmp_path, private_key=KEY_BLOB, keep_key=True, key_dir=str(keys)))
+    gone = runner.ok(module, **eph(fake, tmp_path, state="absent", service_id=KEY_SID, key_dir=str(keys)))
+    assert gone["changed"] is True and not kept.exists() and fake.onions == {}
+    made = runner.ok(module, **eph(fake, tmp_path, keep_key=True, key_dir=str(keys)))
+    sid = made["service"]["service_id"]
+    assert "DiscardPK" not in fake.onions[sid]["flags"] and "private_key" not in made
+    assert onion.service_id_of_key((keys / (sid + ".key")).read_text().strip()) == sid
+    refused = runner.fails(module, **eph(fake, tmp_path, keep_key=True, discard_pk=True, key_dir=str(keys)))
+    assert "keep_key keeps the service's key on the host, discard_pk tells tor to forget it" in refused["msg"]
+
+
+def test_keep_key_of_a_persistent_service_refused(runner, fake, tmp_path):
+    failed = runner.fails(module, **args(fake, tmp_path, path=service_dir(tmp_path), ports=WEB_PORTS, keep_key=True))
+    assert failed["msg"].startswith("keep_key is for an ephemeral service")
+
+
+def test_ephemeral_keep_key_refuses_a_directory_others_can_enter(runner, fake, tmp_path):
+    keys = tmp_path / "open"
+    keys.mkdir(mode=0o755)
+    keys.chmod(0o755)
+    failed = runner.fails(module, **eph(fake, tmp_path, private_key=KEY_BLOB, keep_key=True, key_dir=str(keys)))
+    assert "must be this user's own and mode 0700" in failed["msg"], failed
+    assert KEY_BLOB.split(":", 1)[1] not in json.dumps(failed) and list(keys.iterdir()) == []

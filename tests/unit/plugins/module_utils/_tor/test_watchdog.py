@@ -7,6 +7,7 @@ hung tor restarted after hung_checks runs in a row, a backend's unit restarted (
 
 import io
 import json
+import os
 
 import pytest
 
@@ -377,3 +378,47 @@ def test_settings_from_the_role_checked_in_one_place():
         with pytest.raises(ValueError) as err:
             watchdog.settings_from_role({variable: value}, "/m")
         assert "onion_watchdog_%s must be" % variable in str(err.value), (variable, str(err.value))
+
+
+def test_ephemeral_services_added_back_from_their_kept_keys(tmp_path):
+    """A restarted tor runs none of the ephemeral services the module made: the watchdog adds back the one whose key
+    the module kept (keep_key), same address, ports and clients, tor told to forget the key again; the one without a
+    kept key is named once and leaves the record; a second run does nothing. Over a real socket (the fake controller),
+    with the module's own record and key files."""
+    import stat
+    from ansible_collections.onionlab.tor.plugins.module_utils._tor import ephemeral, onion
+    from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
+    from harness.fake_controller import FakeController
+    torrc = tmp_path / "torrc"
+    torrc.write_text("SocksPort 0\nDataDirectory %s\n" % (tmp_path / "tordata"))
+    keys = str(tmp_path / "keys")
+    expanded = bytes(range(64))
+    key = onion.key_blob(expanded)
+    client = "A" * 52
+    with FakeController(tmp_path / "tordata", torrc) as fake:
+        with connect(port=fake.port) as ctl:
+            kept = ephemeral.apply_ephemeral(ctl, "present", ports=[{"port": 80, "target_port": 8080}], private_key=key,
+                                             client_auth_v3=[client], keep_key=True, key_dir=keys)
+            lost = ephemeral.apply_ephemeral(ctl, "present", ports=[{"port": 22}], discard_pk=True, key_dir=keys)
+        sid, other = kept["service"]["service_id"], lost["service"]["service_id"]
+        assert stat.S_IMODE(os.stat(os.path.join(keys, sid + ".key")).st_mode) == 0o600
+        fake.onions.clear()                                   # tor restarted: it runs none of them
+        lines = []
+        for _ in range(2):
+            out = io.StringIO()
+            cfg = {"control_port": fake.port, "ephemeral_key_dir": keys, "state_file": str(tmp_path / "wd.json"),
+                   "metrics_file": str(tmp_path / "wd.prom")}
+            dog = watchdog.Watchdog(cfg, out=out)
+            with connect(port=fake.port) as ctl:
+                dog._readd(ctl, {})
+            lines.append(dog.lines)
+        assert list(fake.onions) == [sid], fake.onions
+        added = fake.onions[sid]
+        assert added["ports"] == ["80,127.0.0.1:8080"] and added["client_auth_v3"] == [client]
+        assert {"Detach", "DiscardPK"} <= set(added["flags"]) and added["key"] == expanded
+        assert len(lines[0]) == 2 and lines[1] == [], lines
+        said = "\n".join(lines[0])
+        assert "service=%s.onion state=gone action=readd result=\"added back with its kept key" % sid in said
+        assert "service=%s.onion state=gone action=none" % other in said and "its key was not kept" in said
+        assert key.split(":", 1)[1] not in said
+        assert sorted(ephemeral.read_ephemeral_record(str(tmp_path / "tordata"))) == [sid]
