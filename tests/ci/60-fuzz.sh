@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing (atheris/libFuzzer) of the control-reply framing and the consensus parser,
-# each for a bounded time: ONIONLAB_FUZZ_SECONDS (default 30) per target. The corpora are kept in
+# each for a bounded time: ONIONLAB_FUZZ_SECONDS (default 20) per target. The corpora are kept in
 # .build/fuzz/<target>/ so that later runs start from what earlier ones found; a crash (any exception
 # but the documented ones, or an input running over 10 s) fails the step and leaves its input in
 # .build/fuzz/crash-*. Long runs: see tests/fuzz/README.md.
 set -euo pipefail
 cd "$ONIONLAB_ROOT"
-seconds="${ONIONLAB_FUZZ_SECONDS:-30}"
+seconds="${ONIONLAB_FUZZ_SECONDS:-20}"
 mkdir -p .build/fuzz
 for target in reply consensus metrics; do
     corpus=".build/fuzz/$target"

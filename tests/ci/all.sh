@@ -4,7 +4,7 @@
 # with arguments for that step after its name (`./run test 10-pytest -k consensus`).
 #
 # Lanes at once (ONIONLAB_CI_LANES=1 for one step after the other): a step's lane is named by a
-# '# lane: NAME' line in it (10-pytest: pytest; 12-net: net; 15-beds and 47-matrix: beds; the others: checks), the
+# '# lane: NAME' line in it (10-pytest: pytest; 15-beds and 47-matrix: beds; the others: checks), the
 # steps of a lane run in order, the lanes side by side; each line of a step's output is prefixed with
 # its name and also kept in .build/ci/<step>.log. A failed step does not stop its lane (or, with
 # ONIONLAB_CI_LANES=1, the run): the next step runs all the same, and the closing lines list every

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test files of tests/ci/beds.txt for one lane, in one pytest: `bash tests/ci/beds.sh beds` (step 15-beds:
-# the lines with no second word or 'beds'), `bash tests/ci/beds.sh net` (step 12-net) or `bash tests/ci/beds.sh
-# checks` (step 13-beds-checks); further arguments go to pytest. Like 10-pytest, a skip fails the step.
+# the lines with no second word or 'beds') or `bash tests/ci/beds.sh checks` (step 13-beds-checks); further
+# arguments go to pytest. Like 10-pytest, a skip fails the step.
 set -euo pipefail
 cd "$ONIONLAB_ROOT"
 lane=$1

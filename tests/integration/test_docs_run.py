@@ -10,9 +10,10 @@ is edited here: a block that cannot run is fixed in the guide or marked there (`
 skip (REASON)``), and the marks are printed with the table.
 
 The reader: each guide gets stock hosts of its own (``docs_bed``: one bed started here), named
-``web1`` in its inventory and in the groups the guides name: ``web``, ``onion_servers``,
-``bob_laptop``, ``monitoring``. A guide whose blocks name ``web3`` gets ``web2`` and ``web3`` too
-(in ``web`` and ``onion_servers``); one whose blocks name the group ``onion_clients`` gets a host
+``web1`` in its inventory and in the groups the guides name: ``web``, ``onion_servers``, ``onion_hosts``,
+``bob_laptop``, ``monitoring`` (a block whose play matches no host of the bed fails: it would pass without
+running anything, as the plays for ``onion_hosts`` did until 2026-12-06). A guide whose blocks name ``web3`` gets ``web2`` and ``web3`` too
+(in ``web``, ``onion_servers`` and ``onion_hosts``); one whose blocks name the group ``onion_clients`` gets a host
 ``laptop-a`` (the only host of ``onion_clients``; ``laptop-b`` is a name of it in no group, the
 guides name it in a client's ``hosts``); one with a play for ``hosts: frontend`` a host ``balancer``,
 the only host of ``frontend``.
@@ -38,8 +39,8 @@ ready playbook documents for a private test network are its extra vars there (``
 Each guide runs in a directory of its own (its playbooks ``block-N.yml``, and what it writes beside
 them: ``backup/``, ``client-keys/``, an escrow), its blocks in order as a reader would run them one
 after the other; each block: ``--check`` first (on the host as the blocks before it left it), then a
-run, then a second run that must report ``changed=0`` unless the rst marks the block ``changes every
-run`` (``check after the first run``: its ``--check`` comes after the first run). A block marked
+run, then a second run that must report ``changed=0`` (none when the run changed nothing: it would be the same run
+again) unless the rst marks the block ``changes every run`` (``check after the first run``: its ``--check`` comes after the first run). A block marked
 ``torrc lines`` is appended to torrc and tor restarted; a ``fragment`` replaces its keys in the inventory file it belongs to and the play it names runs again (check, run, rerun);
 blocks marked ``after #N`` run right after block N (``doc_blocks.run_order``). A key file the guide
 leaves on the controller must be 0600 in 0700 directories. After the
@@ -88,7 +89,7 @@ from harness.ansible_run import PlaybookRun
 from harness.doc_blocks import doc_blocks, run_order
 
 OPERATOR = "onionlab-operator"
-SERVER_GROUPS = ("web", "onion_servers")       # web1 (web2, web3)
+SERVER_GROUPS = ("web", "onion_servers", "onion_hosts")       # web1 (web2, web3)
 WEB1_GROUPS = ("bob_laptop", "monitoring")      # web1 alone
 # What the guides apt-get install on their hosts: the bed's local repository has them (and nothing else).
 DOCS_APT_PACKAGES = ["haproxy", "nginx", "onionbalance", "prometheus"]
@@ -418,6 +419,15 @@ def _debug_messages(run, width=160):
     return "; ".join(out)
 
 
+def _play_hosts(text):
+    """The hosts: patterns of a playbook's plays."""
+    try:
+        plays = yaml.safe_load(text) or []
+    except yaml.YAMLError:
+        return set()
+    return set(str(p.get("hosts")) for p in plays if isinstance(p, dict))
+
+
 def _run_block(block, work, args, rows, problems, hosts):
     """One block: (given), --check, run, second run; False when the blocks after it cannot go on."""
     row = {"guide": block.guide, "block": block.number, "line": block.line, "check": "-", "run": "-",
@@ -494,6 +504,15 @@ def _run_block(block, work, args, rows, problems, hosts):
         if first.rc != 0:
             problems.append(_failure(block.label, "run", first))
             return False  # the blocks after it build on it
+        if "skipping: no hosts matched" in first.stdout:
+            # a play for a group the bed does not have would pass without running anything
+            problems.append("%s: a play of it matched no host of the bed (hosts: %s); give the bed that group "
+                            "(SERVER_GROUPS, WEB1_GROUPS)" % (block.label, sorted(_play_hosts(text))))
+        if not sum(s.get("changed", 0) for s in first.stats.values()) and first.stats:
+            # the run changed nothing: a second one on the same host is the same run (no CPU spent to see it again)
+            row["rerun"] = "changed=0"
+            row["note"] = (row["note"] + "; " if row["note"] else "") + "the run changed nothing: no rerun"
+            return True
         second = run_playbook(text, work, name, extra_vars=extra_vars, extra_args=args, extra_env=_ENV)
         changed = sum(s.get("changed", 0) for s in second.stats.values())
         row["rerun"] = "changed=%d" % changed if second.rc == 0 else _status(second)

@@ -19,6 +19,7 @@ no descriptor)."""
 import base64
 import json
 import os
+import re
 import shlex
 import shutil
 import stat
@@ -423,6 +424,11 @@ def obhost():
                  ">/dev/null; useradd -m -s /bin/bash %(u)s; install -d -m 0700 -o %(u)s -g %(u)s /home/%(u)s/.ssh; "
                  "install -m 0600 -o %(u)s -g %(u)s /root/.ssh/authorized_keys /home/%(u)s/.ssh/authorized_keys; "
                  "echo 'root:%(p)s' | chpasswd" % {'u': OPERATOR, 'p': host.password})
+        # the bed's local apt repository (HostBed apt_packages): installed from it, mounted read-only, and every other
+        # source still fails offline (apt-get update exits 100)
+        said = host.ssh("onionbalance --version 2>&1 | head -1; findmnt -no OPTIONS %(m)s; touch %(m)s/x 2>&1; "
+                        "apt-get update -q --error-on=any >/dev/null 2>&1; echo apt-rc=$?" % {'m': hb.APT_REPO_MOUNT})
+        assert re.search(r'^ro,', said, re.M) and 'Read-only file system' in said and 'apt-rc=100' in said, said
         _say('obhost: 1 stock host with onionbalance in %.1fs' % (time.monotonic() - t0))
         yield host
     finally:

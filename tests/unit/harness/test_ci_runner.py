@@ -197,14 +197,13 @@ def test_inotify_instances_raised_never_lowered(tmp_path):
     assert hosts.ensure_inotify_instances(1024, path=str(tmp_path / "missing")) is None
 
 
-@pytest.mark.parametrize("lane, want", [("beds", ["tests/a.py", "tests/b.py"]), ("checks", ["tests/c.py"]),
-                                        ("net", ["tests/d.py"])])
+@pytest.mark.parametrize("lane, want", [("beds", ["tests/a.py", "tests/b.py"]), ("checks", ["tests/c.py"])])
 def test_beds_lines_run_in_the_lane_they_name(tmp_path, lane, want):
     """tests/ci/beds.sh LANE runs the files of beds.txt with no second word or 'beds' (step 15-beds), or those
-    marked 'checks' (step 13-beds-checks) or 'net' (step 12-net); pytest is a stand-in on PATH that prints what it was given."""
+    marked 'checks' (step 13-beds-checks); pytest is a stand-in on PATH that prints what it was given."""
     tree = _tree(tmp_path, {})
     (tree / "tests" / "ci" / "beds.sh").write_text((REPO / "tests" / "ci" / "beds.sh").read_text())
-    (tree / "tests" / "ci" / "beds.txt").write_text("# comment\ntests/a.py\n\ntests/c.py checks\ntests/d.py net\ntests/b.py beds\n")
+    (tree / "tests" / "ci" / "beds.txt").write_text("# comment\ntests/a.py\n\ntests/c.py checks\ntests/b.py beds\n")
     (tree / ".build").mkdir()
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -220,11 +219,11 @@ def test_beds_lines_run_in_the_lane_they_name(tmp_path, lane, want):
 
 
 def test_every_bed_file_exists_and_names_a_lane():
-    """Each line of the real tests/ci/beds.txt: an existing test file, then nothing, 'beds', 'net' or 'checks', and
-    each lane's step exists and names that lane."""
+    """Each line of the real tests/ci/beds.txt: an existing test file, then nothing, 'beds' or 'checks', and each
+    lane's step exists and names that lane."""
     lines = [line.split() for line in (REPO / "tests" / "ci" / "beds.txt").read_text().splitlines()
              if line.strip() and not line.startswith("#")]
-    assert lines and all((REPO / words[0]).is_file() and words[1:] in ([], ["beds"], ["net"], ["checks"]) for words in lines)
-    for step, lane in (("15-beds", "beds"), ("12-net", "net"), ("13-beds-checks", "checks")):
+    assert lines and all((REPO / words[0]).is_file() and words[1:] in ([], ["beds"], ["checks"]) for words in lines)
+    for step, lane in (("15-beds", "beds"), ("13-beds-checks", "checks")):
         text = (REPO / "tests" / "ci" / (step + ".sh")).read_text()
         assert "# lane: %s\n" % lane in text and 'beds.sh" %s "$@"' % lane in text, step
