@@ -57,7 +57,7 @@ def test_only_loopback_and_our_authorities(privnet):
             # that tests of the same session added to the network have them)
             name = line.split(' ', 1)[0]
             if name.endswith('Port') and name != 'HiddenServicePort' and line.split()[1] not in ('0',):
-                assert line.split()[1].startswith('127.0.0.1:'), line
+                assert line.split()[1].startswith(('127.0.0.1:', 'unix:')), line   # loopback, or a local socket
     with connect(port=privnet.client.control_port, cookie_path=privnet.client.cookie_path) as c:
         info = c.get_info('net/listeners/socks', 'status/bootstrap-phase', 'ns/all')
     assert info['net/listeners/socks'].strip('"') == '127.0.0.1:%d' % privnet.socks_port
