@@ -173,3 +173,43 @@ def test_a_stopped_tor_is_hung_not_unreachable(bed, tmp_path):
         assert ctl.get_info("version")
     lines, metrics = _watchdog(bed, tmp_path, "good", layers=["backend"])
     assert "onionlab_watchdog_tor_hung 0" in metrics and "onionlab_watchdog_tor_up 1" in metrics
+
+
+def test_a_service_with_client_authorization_is_reached_with_its_probe_client(bed, tmp_path):
+    """Issue 38: tor_hidden_service with authorized_clients adds the health check's probe client (its key kept in
+    tor's DataDirectory, 0600); the reach layer lends that key to tor's client side, gets an answer (HTTP 200) and
+    takes the key back (ONION_CLIENT_AUTH_VIEW empty after). Without the kept key the reach layer says it was not
+    checked, and why."""
+    from ansible_collections.onionlab.tor.plugins.module_utils._tor import client_auth, probe_client
+    import stat
+    tor, server = bed["tor"], _server()
+    path = str(tmp_path / "private")
+    try:
+        run = run_playbook([{"onionlab.tor.tor_hidden_service": {
+            "control_port": tor.control_port, "cookie_path": tor.cookie_path,
+            "config_file": str(tmp_path / "torrc.d" / "onionlab.conf"), "path": path,
+            "ports": [{"port": 80, "target_port": server.server_address[1]}],
+            "authorized_clients": [{"name": "alice"}]}, "register": "made", "no_log": True}], tmp_path)
+        assert run.rc == 0, run.output
+        assert sorted(os.listdir(os.path.join(path, "authorized_clients"))) == ["alice.auth", "probe.auth"]
+        key_dir = probe_client.directory(tor.datadir)
+        assert stat.S_IMODE(os.stat(key_dir).st_mode) == 0o700
+        key = probe_client.private_key(key_dir, path)
+        assert key is not None and key.hex() not in run.output
+        address = service_dir_address(path)
+        with Reach(tor, tor) as reach:
+            print("published: %s" % reach.wait_published([address]))
+        entry = onion_health.check(bed["ctl"], addresses=[address], timeout=20)["services"][0]
+        reach_layer = entry["layers"]["reach"]
+        print(json.dumps(reach_layer, indent=1))
+        assert entry["state"] == "healthy" and reach_layer["ok"] is True, entry["reasons"]
+        assert reach_layer["attempts"][-1]["status"] == 200
+        assert client_auth.view(bed["ctl"], address[:-6]) == []      # the probe's key was taken back
+        for name in os.listdir(key_dir):
+            os.unlink(os.path.join(key_dir, name))
+        entry = onion_health.check(bed["ctl"], addresses=[address], timeout=20, layers=["reach"])["services"][0]
+        assert entry["layers"]["reach"]["ok"] is None, entry["layers"]["reach"]
+        assert "no probe client of ours" in entry["layers"]["reach"]["evidence"]
+    finally:
+        server.shutdown()
+        server.server_close()

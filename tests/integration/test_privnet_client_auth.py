@@ -274,7 +274,8 @@ def test_failed_run_keeps_the_service_private_for_tor_as_its_user(privnet, http_
         sid = address[:-len('.onion')]
         auth = os.path.join(service_dir, 'authorized_clients')
         before = _files(auth)
-        assert [(uid, gid, mode) for uid, gid, mode, _ in before.values()] == [(user.pw_uid, user.pw_gid, 0o600)]
+        assert sorted(before) == ['laptop.auth', 'probe.auth']   # probe: the health check's own client
+        assert set((uid, gid, mode) for uid, gid, mode, _ in before.values()) == {(user.pw_uid, user.pw_gid, 0o600)}
         with open(node.torrc) as handle:
             assert '%%include %s' % drop_in in handle.read()     # the service survives a reload
         t0 = time.monotonic()
@@ -309,7 +310,7 @@ def test_failed_run_keeps_the_service_private_for_tor_as_its_user(privnet, http_
         assert 'changed by another controller' in failed['msg'] and 'this run sent nothing' in failed['msg'], \
             failed['msg']
         assert len(raced) == sm.RACE_ATTEMPTS        # each attempt wrote phone's file, then undid it
-        assert all(sorted(files) == ['phone.auth'] for files in raced), raced
+        assert all(sorted(files) == ['phone.auth', 'probe.auth'] for files in raced), raced   # probe: the check's
         assert all(files['phone.auth'][:3] == (user.pw_uid, user.pw_gid, 0o600) for files in raced), raced
         after = _files(auth)
         _say('client files before %s, after the failed run %s' % (

@@ -232,7 +232,7 @@ def test_clients_and_key_rotation(hostbed, privnet, tmp_path):
         {'name': 'ls', 'register': 'ls', 'changed_when': False,
          'ansible.builtin.command': 'ls /var/lib/tor/admin/authorized_clients'}]}])
     assert listing.rc == 0, listing.output
-    assert listing.task('ls', host=SERVER)['result']['stdout'].split() == ['alice.auth']
+    assert listing.task('ls', host=SERVER)['result']['stdout'].split() == ['alice.auth', 'probe.auth']
     sc.assert_refused(CLIENT_B)
     sc.assert_reaches(CLIENT_A)
 

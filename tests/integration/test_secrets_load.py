@@ -23,6 +23,7 @@ import os
 import stat
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import probe_client
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from harness.ansible_run import run_playbook
 from harness.tor_instance import TorInstance
@@ -92,6 +93,13 @@ def test_no_secret_in_any_output(tmp_path):
         secrets = {"password": PASSWORD, "key": blob.split(":", 1)[1], "ephemeral key": saved["e"].split(":", 1)[1]}
         for client in saved["c"]:
             secrets["client " + client["name"]] = client["private_key"]
+        # the health check's probe client of the service with clients: its key is kept on the host only
+        with connect(port=tor.control_port, password=PASSWORD) as ctl:
+            data_dir = dict(ctl.get_conf("DataDirectory"))["DataDirectory"]
+        probe = probe_client.private_key(probe_client.directory(data_dir), clients)
+        assert probe is not None
+        secrets["probe client b32"] = onion.b32(probe)
+        secrets["probe client b64"] = base64.b64encode(probe).decode()
         with open(tor.cookie_path, "rb") as handle:
             cookie = handle.read()
         secrets["cookie hex"] = cookie.hex()

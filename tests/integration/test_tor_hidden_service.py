@@ -250,12 +250,12 @@ def test_authorized_clients(tor, tmp_path):
     assert bob["auth_private"] == "%s:descriptor:x25519:%s" % (second["onion_address"][:-6], bob["private_key"])
     assert bob["private_key"] not in run.output  # no_log hid it
     directory = os.path.join(path, "authorized_clients")
-    assert sorted(os.listdir(directory)) == ["bob.auth"]
+    assert sorted(os.listdir(directory)) == ["bob.auth", "probe.auth"]   # probe: the health check's own client
     assert stat.S_IMODE(os.stat(directory).st_mode) == 0o700
     assert stat.S_IMODE(os.stat(os.path.join(directory, "bob.auth")).st_mode) == 0o600
     assert open(os.path.join(directory, "bob.auth")).read().strip() == "descriptor:x25519:" + bob["public_key"]
-    assert third["diff"]["after"]["services"][0]["authorized_clients"] == ["bob"]
-    assert third["diff"]["before"]["services"][0]["authorized_clients"] == ["alice", "bob"]
+    assert third["diff"]["after"]["services"][0]["authorized_clients"] == ["bob", "probe"]
+    assert third["diff"]["before"]["services"][0]["authorized_clients"] == ["alice", "bob", "probe"]
 
 
 @pytest.mark.parametrize("params, message", [

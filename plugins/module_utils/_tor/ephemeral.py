@@ -44,22 +44,7 @@ _KEY_LIMIT = 4096
 
 
 def _open_key_dir(key_dir, create):
-    """A descriptor of key_dir (None when it is missing and not create): made 0700 when missing (its parents 0755),
-    never through a link, and refused when another user owns it or others may enter it."""
-    try:
-        fd = files.open_dir(key_dir)
-    except FileNotFoundError:
-        if not create:
-            return None
-        parent = os.path.dirname(key_dir.rstrip("/")) or "/"
-        os.makedirs(parent, 0o755, exist_ok=True)
-        fd = files.make_dir(key_dir, 0o700)
-    st = os.fstat(fd)
-    if st.st_uid != os.geteuid() or st.st_mode & 0o077:
-        os.close(fd)
-        raise OSError(1, "the directory of kept keys must be this user's own and mode 0700 (it is %04o, uid %d)"
-                      % (st.st_mode & 0o7777, st.st_uid), key_dir)
-    return fd
+    return files.private_dir(key_dir, create, "the directory of kept keys")
 
 
 def kept_key(key_dir, sid):

@@ -166,3 +166,23 @@ def write_secret(path, data, tmp, uid=-1, gid=-1, mode=0o600, dir_fd=None):
         except OSError:
             pass
         raise
+
+
+def private_dir(path, create, what="the directory"):
+    """A descriptor of a directory for secrets only this user reads (None when it is missing and not create): made
+    0700 when missing (its parents 0755), never through a link, and refused when another user owns it or others may
+    enter it."""
+    try:
+        fd = open_dir(path)
+    except FileNotFoundError:
+        if not create:
+            return None
+        parent = os.path.dirname(path.rstrip("/")) or "/"
+        os.makedirs(parent, 0o755, exist_ok=True)
+        fd = make_dir(path, 0o700)
+    st = os.fstat(fd)
+    if st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        os.close(fd)
+        raise OSError(errno.EPERM, "%s must be this user's own and mode 0700 (it is %04o, uid %d)"
+                      % (what, st.st_mode & 0o7777, st.st_uid), path)
+    return fd

@@ -41,6 +41,7 @@ import threading
 import time
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import client_auth as _client_auth
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import probe_client as _probe_client
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import consensus as _consensus
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import health_layers as _layers
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import hsdir_ring
@@ -333,9 +334,10 @@ def reach(ctl, services, timeout=REACH_TIMEOUT, attempts=REACH_ATTEMPTS, web_por
     descriptor), which is why `descriptor_fetches` counts the HS_DESC REQUESTED events of each service seen during
     its attempts. NEWNYM also makes this tor's other clients' later streams use new circuits.
 
-    A service with client authorization is probed only when this tor's client side holds a key for it
-    (ONION_CLIENT_AUTH_VIEW); else its reach reads not checked (a probe key of its own per service is not in this
-    version). A service whose ports are not known (an ephemeral one made by another controller) is not probed: only a
+    A service with client authorization is probed with a key tor's client side holds for it (ONION_CLIENT_AUTH_VIEW),
+    else with its probe client's (probe_client.py: one key per service the module keeps in tor's DataDirectory, lent
+    to tor's client side with ONION_CLIENT_AUTH_ADD, not permanent, for this check and removed after); without either
+    its reach reads not checked. A service whose ports are not known (an ephemeral one made by another controller) is not probed: only a
     configured port is, never one tor would have to answer for. reach_ports ({address: port}) names the port of a
     service instead (HTTP when it is one of web_ports, else TCP)."""
     if not services:
@@ -347,7 +349,7 @@ def reach(ctl, services, timeout=REACH_TIMEOUT, attempts=REACH_ATTEMPTS, web_por
     else:
         problem = "tor has no SocksPort on 127.0.0.1 (net/listeners/socks: %s)" % (value.strip() or "none")
     socks_port = _layers.socks_listener(value)
-    jobs = []
+    jobs, lent = [], {}
     for service in services:
         chosen = (reach_ports or {}).get(service.address)
         choice = _layers.reach_port(service.ports if chosen is None else [{"port": chosen}], web_ports)
@@ -358,9 +360,14 @@ def reach(ctl, services, timeout=REACH_TIMEOUT, attempts=REACH_ATTEMPTS, web_por
                 "the service's ports are not known (an ephemeral service the collection's record does not hold)"
                 if service.ports is None else "the service has no port")
         elif service.client_auth and not _holds_client_key(ctl, service.service_id):
-            service.layers["reach"] = _layers.not_checked(
-                "the service admits authorized clients only, and this tor's client side holds no key for it "
-                "(ONION_CLIENT_AUTH_VIEW)")
+            key, why = _probe_key(ctl, service)
+            if why:
+                service.layers["reach"] = _layers.not_checked(
+                    "the service admits authorized clients only, and this tor's client side holds no key for it "
+                    "(ONION_CLIENT_AUTH_VIEW): %s" % why)
+            else:
+                lent[service.service_id] = key
+                jobs.append((service, choice))
         else:
             jobs.append((service, choice))
     if not jobs:
@@ -372,7 +379,11 @@ def reach(ctl, services, timeout=REACH_TIMEOUT, attempts=REACH_ATTEMPTS, web_por
             ctl.signal("NEWNYM")
         except OperationFailed:
             pass
+        # a probe key is lent after the NEWNYM (which purges the credentials tor's client side holds for the session
+        # only) and again before any attempt that finds it gone (a NEWNYM tor delayed, up to 10 s, came in between)
+        lock = threading.Lock()
         threads = [threading.Thread(target=_reach_one, args=(service, choice, socks_port, timeout, attempts, clock),
+                                    kwargs={"before": _lender(ctl, lock, service, lent.get(service.service_id))},
                                     name="onion-health-reach-%d" % i) for i, (service, choice) in enumerate(jobs)]
         for thread in threads:
             thread.daemon = True
@@ -383,6 +394,11 @@ def reach(ctl, services, timeout=REACH_TIMEOUT, attempts=REACH_ATTEMPTS, web_por
             pass
     finally:
         ctl.request("SETEVENTS", [])
+        for service_id in lent:   # the probe's key was lent to tor's client side for this check only
+            try:
+                _client_auth.remove(ctl, service_id)
+            except TorError:
+                pass
     for service, choice in jobs:
         fetched = 0
         for event in ctl.events[first:]:
@@ -394,6 +410,35 @@ def reach(ctl, services, timeout=REACH_TIMEOUT, attempts=REACH_ATTEMPTS, web_por
         service.layers["reach"]["socks_port"] = "127.0.0.1:%d" % socks_port
 
 
+def _probe_key(ctl, service):
+    """(the service's probe key, None) from probe_client (kept in tor's DataDirectory by the module that manages the
+    service's clients), or (None, why not in words)."""
+    if not service.path:
+        return None, "no probe client of ours (an ephemeral service)"
+    try:
+        data_dir = dict(ctl.get_conf("DataDirectory")).get("DataDirectory")
+        key = _probe_client.private_key(_probe_client.directory(data_dir), service.path) if data_dir else None
+    except OSError as exc:
+        return None, "its probe key could not be read (%s)" % exc.strerror
+    if key is None:
+        return None, "no probe client of ours (tor_hidden_service and the onion_service role add one, named probe, " \
+                     "to a service whose clients they manage)"
+    return key, None
+
+
+def _lender(ctl, lock, service, key):
+    """None, or a callable that gives tor's client side the service's probe key (not permanently) when it holds none:
+    called by the reach thread before each attempt; the control connection is shared under `lock`."""
+    if key is None:
+        return None
+
+    def lend():
+        with lock:
+            if not _holds_client_key(ctl, service.service_id):
+                _client_auth.add(ctl, service.service_id, key, client_name=_probe_client.NAME)
+    return lend
+
+
 def _holds_client_key(ctl, service_id):
     """Whether tor's client side holds a client authorization key for the service (the key itself is not kept)."""
     try:
@@ -402,8 +447,9 @@ def _holds_client_key(ctl, service_id):
         return False
 
 
-def _reach_one(service, choice, socks_port, timeout, attempts, clock):
-    """The attempts at one service (a thread of reach()); its layer left in service.layers["reach"]."""
+def _reach_one(service, choice, socks_port, timeout, attempts, clock, before=None):
+    """The attempts at one service (a thread of reach()); its layer left in service.layers["reach"]. before: called
+    before each attempt (the probe key lent again when tor's client side lost it)."""
     port, mode, tls = choice
     started = clock()
     done = []
@@ -416,6 +462,8 @@ def _reach_one(service, choice, socks_port, timeout, attempts, clock):
                                       password=secrets.token_hex(8))
             target = _probe.Target(service.address, service.service_id, port, mode, statuses=range(100, 600),
                                    timeout=max(1.0, left / (attempts - number)), tls=tls)
+            if before is not None:
+                before()
             begun = clock()
             outcome = _probe.attempt(proxy, target)
             done.append({"reachable": outcome.reachable, "status": outcome.status, "reason": outcome.reason,

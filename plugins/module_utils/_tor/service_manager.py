@@ -33,6 +33,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor import capabilit
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import files
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import probe_client
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import sandbox as _sandbox
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import torrc_tree
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import (
@@ -592,8 +593,9 @@ def _add_auth_private(result):
 
 class PersistentManager:
     def __init__(self, ctl, config_file=None, persist=True, include=True, check_mode=False,
-                 lock_timeout=DEFAULT_TIMEOUT, run_command=None):
+                 lock_timeout=DEFAULT_TIMEOUT, run_command=None, probe=True):
         self.ctl = ctl
+        self.probe = probe   # the health check's probe client on services with client authorization (probe_client)
         self.run_command = run_command   # for capabilities.local_modules (tor --list-modules)
         self.check_mode = check_mode
         self.lock_timeout = lock_timeout
@@ -618,6 +620,7 @@ class PersistentManager:
         are one read-modify-write). A writer outside the collection that changes tor's block
         between our read and our SETCONF, or right after it, is noticed: the run starts again
         from what tor holds then (up to RACE_ATTEMPTS times), and otherwise fails saying so."""
+        clients = self._with_probe(clients)
         request = dict(desired=desired, absent=absent, exclusive=exclusive, purge=purge, clients=clients,
                        keys=keys, prune=prune)
         if capabilities.needs_check(desired):   # before anything, check mode too: nothing half-applied
@@ -638,6 +641,19 @@ class PersistentManager:
         raise ServiceError("tor's onion-service configuration was changed by another controller (not a run of "
                            "this collection) while this run applied its own, %d times in a row; %s. Stop the "
                            "other writer or let it finish, then run again" % (RACE_ATTEMPTS, outcome))
+
+    def _with_probe(self, clients):
+        """The managed client lists with the health check's probe client (probe_client.with_probe), its key kept in
+        tor's DataDirectory; without one (no probe, no DataDirectory of a running tor, not writable) as given."""
+        data_dir = self.facts.data_dir
+        if not (clients and self.probe and data_dir and os.path.isfile(os.path.join(data_dir, "lock"))):
+            return clients
+        try:
+            return probe_client.with_probe(clients, probe_client.directory(data_dir), write=not self.check_mode)
+        except OSError as exc:
+            self.warnings.append("no probe client for the health check's reach layer (%s: %s): services with client "
+                                 "authorization are not probed end to end" % (exc.filename or data_dir, exc.strerror))
+            return clients
 
     def _apply_once(self, request):
         state = self.read_state(request["desired"], request["absent"], request["keys"])

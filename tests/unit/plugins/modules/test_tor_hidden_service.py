@@ -287,19 +287,36 @@ def test_authorized_clients(runner, fake, tmp_path):
         assert handle.read() == "descriptor:x25519:%s\n" % CLIENT_PUBLIC
     with open(os.path.join(auth, "bob.auth")) as handle:
         assert handle.read() == "descriptor:x25519:%s\n" % bob["public_key"]
+    probe = probe_public(tmp_path, path)
     assert result["service"]["authorized_clients"] == [{"name": "alice", "public_key": CLIENT_PUBLIC},
-                                                       {"name": "bob", "public_key": bob["public_key"]}]
-    # the generated key is returned once; a rerun keeps bob's key and generates nothing
+                                                       {"name": "bob", "public_key": bob["public_key"]},
+                                                       {"name": "probe", "public_key": probe}]
+    # the generated key is returned once; a rerun keeps bob's key and the probe's and generates nothing
     again = create(runner, fake, tmp_path, authorized_clients=clients)
     assert again["changed"] is False and again["generated_clients"] == []
     # dropping alice removes her file; the diff names clients, never keys
     less = runner.ok(module, diff=True, **args(fake, tmp_path, path=path, ports=WEB_PORTS,
                                                authorized_clients=[{"name": "bob"}]))
     assert less["changed"] is True
-    assert sorted(os.listdir(auth)) == ["bob.auth"]
-    assert less["diff"]["before"]["services"][0]["authorized_clients"] == ["alice", "bob"]
-    assert less["diff"]["after"]["services"][0]["authorized_clients"] == ["bob"]
+    assert sorted(os.listdir(auth)) == ["bob.auth", "probe.auth"]
+    assert less["diff"]["before"]["services"][0]["authorized_clients"] == ["alice", "bob", "probe"]
+    assert less["diff"]["after"]["services"][0]["authorized_clients"] == ["bob", "probe"]
     assert bob["public_key"] not in json.dumps(less["diff"])
+    # the last client gone: the probe goes with it, and the service is public again (nobody locked out)
+    public = runner.ok(module, **args(fake, tmp_path, path=path, ports=WEB_PORTS, authorized_clients=[]))
+    assert public["changed"] is True and os.listdir(auth) == [] and public["service"]["authorized_clients"] == []
+
+
+def probe_public(tmp_path, path):
+    """The public key of the probe client kept for a service (the fake tor's DataDirectory: tmp_path/tordata),
+    checked to be 0600 in a 0700 directory and in no module output."""
+    from ansible_collections.onionlab.tor.plugins.module_utils._tor import probe_client
+    key_dir = probe_client.directory(str(tmp_path / "tordata"))
+    private = probe_client.private_key(key_dir, path)
+    assert private is not None, os.listdir(key_dir)
+    assert stat.S_IMODE(os.stat(key_dir).st_mode) == 0o700
+    assert all(stat.S_IMODE(os.stat(os.path.join(key_dir, n)).st_mode) == 0o600 for n in os.listdir(key_dir))
+    return onion.b32(onion.x25519_public(private))
 
 
 def test_bad_client_name_refused(runner, fake, tmp_path):
@@ -371,7 +388,9 @@ def test_services_private_key_and_clients(runner, fake, tmp_path):
     services[1]["authorized_clients"] = [{"name": "carol", "public_key": CLIENT_PUBLIC}]
     result = runner.ok(module, **args(fake, tmp_path, services=services))
     assert result["services"][0]["onion_address"] == KEY_SID + ".onion"
-    assert result["services"][1]["authorized_clients"] == [{"name": "carol", "public_key": CLIENT_PUBLIC}]
+    assert result["services"][1]["authorized_clients"] == [
+        {"name": "carol", "public_key": CLIENT_PUBLIC},
+        {"name": "probe", "public_key": probe_public(tmp_path, result["services"][1]["path"])}]
     assert result["generated_clients"] == []
     assert KEY_BLOB.split(":", 1)[1] not in json.dumps(result)
 

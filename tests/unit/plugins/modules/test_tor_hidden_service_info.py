@@ -58,7 +58,9 @@ def test_persistent_and_ephemeral(runner, fake, tmp_path):
     assert mine["path"] == web and mine["max_streams"] == 7
     assert mine["onion_address"] == hostname(web)
     assert mine["ports"] == [{"port": 80, "target_address": "127.0.0.1", "target_port": 8080}]
-    assert mine["authorized_clients"] == [{"name": "alice", "public_key": CLIENT_PUBLIC}]
+    # alice, and the health check's probe client the module added (probe_client.py)
+    assert [c["name"] for c in mine["authorized_clients"]] == ["alice", "probe"]
+    assert mine["authorized_clients"][0] == {"name": "alice", "public_key": CLIENT_PUBLIC}
     ours = [s for s in listed if s.get("service_id") == KEY_SID][0]
     assert ours == {"type": "ephemeral", "service_id": KEY_SID, "onion_address": KEY_SID + ".onion",
                     "detached": True, "max_streams": None, "client_auth_v3": [],

@@ -122,7 +122,7 @@ def test_refused_setconf_puts_the_client_files_back_exactly(fake, tmp_path, base
     assert "tor refused the onion-service configuration" in str(err.value)
     # what tor would have read: the new files, tor's, 0600
     [written] = seen
-    assert sorted(written[1]) == ["desk.auth", "laptop.auth", "tablet.auth"]
+    assert sorted(written[1]) == ["desk.auth", "laptop.auth", "probe.auth", "tablet.auth"]   # probe: the health check's
     for name in ("laptop.auth", "tablet.auth"):
         assert written[1][name][2:] == (TOR.pw_uid, TOR.pw_gid, 0o600), name
     assert written[1]["laptop.auth"][1] == ("descriptor:x25519:%s\n" % NEW).encode()
