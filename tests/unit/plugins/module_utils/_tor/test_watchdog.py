@@ -237,18 +237,8 @@ def test_a_layer_other_than_the_descriptor_is_named_never_repaired_as_a_descript
 def test_a_tor_that_accepts_but_never_answers_is_hung(bed, tmp_path, monkeypatch):
     """ControlTimeout and tor's process alive (a recorded /proc: the control port's socket held by PID 321, stopped):
     tor=hung with its PID, no repair, onionlab_watchdog_tor_hung 1; the layer gauges of known services say tor 0."""
-    from ansible_collections.onionlab.tor.plugins.module_utils._tor import health_layers
     from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import ControlTimeout
-    import os
-    proc = tmp_path / "proc"
-    (proc / "net").mkdir(parents=True)
-    (proc / "net" / "tcp").write_text(
-        "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
-        "   0: 0100007F:2353 00000000:0000 0A 00000000:00000000 00:00000000 00000000   105        0 4242 1 0\n")
-    (proc / "321" / "fd").mkdir(parents=True)
-    (proc / "321" / "stat").write_text("321 (tor) T 1 321 0 0")
-    os.symlink("socket:[4242]", str(proc / "321" / "fd" / "7"))
-    monkeypatch.setattr(health_layers, "PROC", str(proc))
+    _hung_proc(tmp_path, monkeypatch)
     bed["run"]([("healthy", "persistent")])
 
     def silent():
