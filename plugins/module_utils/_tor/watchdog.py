@@ -65,6 +65,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor import health_la
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import listeners
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion_health
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import torrc
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import ControlTimeout, TorError
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.lock import LockTimeout, TorLock
 
@@ -151,9 +152,8 @@ def settings_from_role(role_vars, metrics_dir):
         if isinstance(v[name], bool) or not out[name] >= 1 or out[name] > 3600:
             raise ValueError("onion_watchdog_%s must be a number of seconds from 1 to 3600; got %r" % (
                 name, str(v[name])[:40]))
-    words = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
     for name in ("report_only", "readd_ephemeral"):
-        value = v[name] if isinstance(v[name], bool) else words.get(str(v[name]).lower())
+        value = torrc.role_bool(v[name])   # the tor role's reading of a role boolean (Ansible's bool words)
         if value is None:
             raise ValueError("onion_watchdog_%s must be true or false; got %r" % (name, str(v[name])[:40]))
         out[name] = value
