@@ -349,7 +349,7 @@ def reach(ctl, services, timeout=REACH_TIMEOUT, attempts=REACH_ATTEMPTS, web_por
     else:
         problem = "tor has no SocksPort on 127.0.0.1 (net/listeners/socks: %s)" % (value.strip() or "none")
     socks_port = _layers.socks_listener(value)
-    jobs, lent = [], {}
+    jobs, lent, seen = [], {}, {}
     for service in services:
         chosen = (reach_ports or {}).get(service.address)
         choice = _layers.reach_port(service.ports if chosen is None else [{"port": chosen}], web_ports)
@@ -360,7 +360,7 @@ def reach(ctl, services, timeout=REACH_TIMEOUT, attempts=REACH_ATTEMPTS, web_por
                 "the service's ports are not known (an ephemeral service the collection's record does not hold)"
                 if service.ports is None else "the service has no port")
         elif service.client_auth and not _holds_client_key(ctl, service.service_id):
-            key, why = _probe_key(ctl, service)
+            key, why = _probe_key(ctl, service, seen)
             if why:
                 service.layers["reach"] = _layers.not_checked(
                     "the service admits authorized clients only, and this tor's client side holds no key for it "
@@ -410,13 +410,15 @@ def reach(ctl, services, timeout=REACH_TIMEOUT, attempts=REACH_ATTEMPTS, web_por
         service.layers["reach"]["socks_port"] = "127.0.0.1:%d" % socks_port
 
 
-def _probe_key(ctl, service):
+def _probe_key(ctl, service, seen):
     """(the service's probe key, None) from probe_client (kept in tor's DataDirectory by the module that manages the
-    service's clients), or (None, why not in words)."""
+    service's clients), or (None, why not in words). seen: tor's DataDirectory, asked once per check."""
     if not service.path:
         return None, "no probe client of ours (an ephemeral service)"
     try:
-        data_dir = dict(ctl.get_conf("DataDirectory")).get("DataDirectory")
+        if "data_dir" not in seen:
+            seen["data_dir"] = dict(ctl.get_conf("DataDirectory")).get("DataDirectory")
+        data_dir = seen["data_dir"]
         key = _probe_client.private_key(_probe_client.directory(data_dir), service.path) if data_dir else None
     except OSError as exc:
         return None, "its probe key could not be read (%s)" % exc.strerror
