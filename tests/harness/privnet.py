@@ -458,13 +458,28 @@ class PrivNet:
             if len(n.fingerprint) != 40:
                 raise PrivNetError('odd fingerprint for %s: %r' % (n.name, lines[-1]))
 
-    def start(self):
+    def start(self, attempts=3):
+        """Start the network; when a tor could not bind a port another process took between free_ports() and
+        tor's bind (the CI's lanes pick ports at once: seen at a clean-clone run, "Could not bind to
+        127.0.0.1:24834: Address already in use"), every tor is stopped and the network made again with new
+        ports, up to ``attempts`` times."""
         self._t0 = time.monotonic()
-        try:
-            self._start()
-        except BaseException:
-            self.stop()
-            raise
+        for attempt in range(1, attempts + 1):
+            try:
+                self._start()
+                return self
+            except PrivNetError as exc:
+                if attempt < attempts and 'Address already in use' in str(exc):
+                    log('attempt %d: a port was taken before tor bound it; again with new ports: %s'
+                        % (attempt, str(exc).splitlines()[0:3]))
+                    self._stop_nodes()
+                    self.nodes = []
+                    continue
+                self.stop()
+                raise
+            except BaseException:
+                self.stop()
+                raise
         return self
 
     def _start(self):
@@ -625,6 +640,12 @@ class PrivNet:
         os.kill(node.pid, signal.SIGHUP)
 
     def stop(self):
+        self._stop_nodes()
+        if self.created_dir and not self.keep:
+            shutil.rmtree(self.base_dir, ignore_errors=True)
+
+    def _stop_nodes(self):
+        """Every tor of the network stopped by its PID (its directory kept)."""
         procs = [n for n in self.nodes if n.proc is not None]
         left = kill_pids([(n.pid, n.starttime) for n in procs], self.grace)
         for n in procs:
@@ -636,8 +657,6 @@ class PrivNet:
                 n.proc.stderr.close()
         if left:
             log('had to SIGKILL: %s' % left)
-        if self.created_dir and not self.keep:
-            shutil.rmtree(self.base_dir, ignore_errors=True)
 
     def __enter__(self):
         return self.start()

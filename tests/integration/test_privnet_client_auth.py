@@ -45,6 +45,44 @@ def socks_connect(socks_port, host, username=None, timeout=30.0):
     return socks5_connect(socks_port, host, 80, timeout, username=username)
 
 
+# tor answers every SOCKS request within its SocksTimeout (120 s by default): a stream, or a reply code saying why
+# not (ExtendedErrors: 0xf2 introduction failed, 0xf3 rendezvous failed, ...); a stream is waited for until tor's
+# own answer, not a deadline of the test's (a 30 s one timed out at a clean-clone run with no word of why)
+TOR_SOCKS_TIMEOUT = 120.0
+
+
+def open_stream(socks_port, address, username, client, service):
+    """A connected stream to address:80 on circuits of its own (username), after tor's own answer; on failure the
+    onion-service lines ([rend] at info) the client tor and the service's tor logged meanwhile."""
+    marks = [_log_size(client.rend_logfile), _log_size(service.rend_logfile)]
+    t0 = time.monotonic()
+    try:
+        return socks_connect(socks_port, address, username=username, timeout=TOR_SOCKS_TIMEOUT + 10)
+    except OSError as exc:
+        raise AssertionError('no stream to %s (isolation %r) after %.1fs: %s\nthe client tor logged:\n%s\n'
+                             'the service\'s tor logged:\n%s' % (
+                                 address, username, time.monotonic() - t0, exc,
+                                 _log_since(client.rend_logfile, marks[0]), _log_since(service.rend_logfile, marks[1])))
+
+
+def _log_size(path):
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _log_since(path, mark, keep=60):
+    """The last keep lines of a tor log written after mark."""
+    try:
+        with open(path, errors='replace') as f:
+            f.seek(mark)
+            lines = f.read().splitlines()
+    except OSError as exc:
+        return '  (%s)' % exc
+    return '\n'.join('  ' + line for line in lines[-keep:]) or '  (nothing)'
+
+
 def http_request(sock, host):
     """(status, body) of GET / on a connected socket."""
     with sock:
@@ -137,7 +175,7 @@ def test_key_given_and_taken_over_the_control_port(privnet, http_backend, tmp_pa
             assert ca.parse_line(handle.read())[0] == address[:-len('.onion')]
 
         # a stream opened now, before the removal
-        open_stream = socks_connect(extended, address, username='opened-before')
+        stream = open_stream(extended, address, 'opened-before', client, onion)
 
         # taken away: a new request must fetch a new descriptor, which tor cannot decrypt
         run = run_playbook([{'name': 'take', MODULE: {
@@ -163,7 +201,7 @@ def test_key_given_and_taken_over_the_control_port(privnet, http_backend, tmp_pa
         assert outcomes['new isolation'][0] == MISSING_CLIENT_AUTH
         assert outcomes['same isolation'][0] == MISSING_CLIENT_AUTH
         # a stream that was open stays open: its rendezvous circuit is not torn down
-        assert http_request(open_stream, address) == (200, http_backend.token)
+        assert http_request(stream, address) == (200, http_backend.token)
     finally:
         reach.close()
         if client is not None:
