@@ -329,6 +329,14 @@ class Node:
         except OSError:
             return ''
 
+    def stdout_text(self):
+        """What tor wrote to stdout: what stopped it before its log was open (a taken port, a bad torrc)."""
+        try:
+            with open(os.path.join(self.datadir, 'stderr.log'), errors='replace') as f:
+                return f.read()
+        except OSError:
+            return ''
+
     def bootstrapped(self):
         return 'Bootstrapped 100%' in self.log_text()
 
@@ -620,13 +628,24 @@ class PrivNet:
     def add_tor(self, name, extra_lines=(), socks=False):
         """Start one more tor that joins the network as a client/onion-service
         host (role 'extra'), with its own ControlPort (and SocksPort if socks).
-        Returns the Node once it has bootstrapped."""
-        ports = free_ports(2)
-        node = Node(self, name, 'extra', self._mkdir(name), ports[0],
-                    socks_port=ports[1] if socks else None, extra=extra_lines)
-        self.nodes.append(node)
-        node.start()
-        t0 = time.monotonic()
+        Returns the Node once it has bootstrapped. A port of its own another process took before it bound it:
+        started again with new ones (up to 3 times; see start)."""
+        for attempt in (1, 2, 3):
+            ports = free_ports(2)
+            node = Node(self, name, 'extra', self._mkdir(name), ports[0],
+                        socks_port=ports[1] if socks else None, extra=extra_lines)
+            self.nodes.append(node)
+            node.start()
+            t0 = time.monotonic()
+            while not node.bootstrapped() and node.running() and time.monotonic() - t0 < 5:
+                time.sleep(0.1)
+            said = node.log_text() + node.stdout_text()
+            taken = [p for p in (ports[0], node.socks_port) if p and 'Could not bind to 127.0.0.1:%d:' % p in said]
+            if node.running() or not taken or attempt == 3:
+                break
+            log('extra tor %s: port %s taken before it bound it; again with new ports' % (name, taken))
+            node.proc.wait(timeout=10)
+            self.nodes.remove(node)
         while not node.bootstrapped():
             if not node.running():
                 raise PrivNetError('extra tor %s exited: %s' % (name, node.log_text()[-500:]))
