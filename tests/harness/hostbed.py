@@ -88,6 +88,60 @@ START_TOR = 'systemctl start tor@default && ' + WAIT_CONTROL_SOCKET
 DEFAULTS_TORRC = '/usr/share/tor/tor-service-defaults-torrc'
 
 
+# A shell command for a stock host (run as root): what its tor runs now, read over /run/tor/control with the
+# cookie (one python3 of the host, no Ansible run: about 0.05 CPU-s instead of 1.5): one JSON line
+# {"services": ["DIR ADDRESS", ...] (persistent, HiddenServiceDir and its hostname file),
+#  "ephemeral": ["ID", ...] (GETINFO onions/detached), "credentials": ["ID", ...] (ONION_CLIENT_AUTH_VIEW,
+#  permanent ones: tor keeps the others in memory only)}; exits 1 with tor's reply when it refuses.
+def tor_state_script(control="/run/tor/control", cookie="/run/tor/control.authcookie"):
+    """The command above for a tor at CONTROL (a unix socket) with its CONTROL cookie file."""
+    return (r"""python3 - <<'EOF'
+import binascii, json, os, socket, sys
+CONTROL, COOKIE = @PATHS@
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(30)
+s.connect(CONTROL)
+cookie = binascii.hexlify(open(COOKIE, 'rb').read())
+s.sendall(b'AUTHENTICATE ' + cookie + b'\r\nGETCONF HiddenServiceDir\r\nGETINFO onions/detached\r\n'
+          b'ONION_CLIENT_AUTH_VIEW\r\nQUIT\r\n')
+out = b''
+while True:
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    out += chunk
+s.close()
+dirs, ephemeral, creds, block = [], [], [], None
+for line in out.decode('utf-8', 'replace').split('\r\n'):
+    if block is not None:
+        if line == '.':
+            block = None
+        elif line:
+            ephemeral.append(line)
+        continue
+    if line[:1] in ('4', '5'):
+        sys.exit('tor refused: %r' % out[:500])
+    if line[4:].startswith('HiddenServiceDir='):
+        dirs.append(line[4:].split('=', 1)[1])
+    elif line.startswith('250+onions/detached='):
+        block = True
+    elif line.startswith('250-onions/detached=') and line.split('=', 1)[1]:
+        ephemeral.append(line.split('=', 1)[1])
+    elif line[4:].startswith('CLIENT ') and 'Flags=Permanent' in line:
+        creds.append(line[4:].split()[1])
+def address(d):
+    try:
+        return open(os.path.join(d, 'hostname')).read().strip()
+    except OSError as exc:
+        return 'no hostname (%s)' % exc.strerror
+print(json.dumps({'services': sorted('%s %s' % (d, address(d)) for d in dirs), 'ephemeral': sorted(ephemeral),
+                  'credentials': sorted(creds)}))
+EOF""").replace("@PATHS@", repr((control, cookie)))
+
+
+TOR_STATE = tor_state_script()
+
+
 def _tor_ids(root):
     """uid and gid of debian-tor in the host's tree (-1, -1 when it has none)."""
     try:

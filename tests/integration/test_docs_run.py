@@ -341,16 +341,18 @@ def _inventory(hosts, password, bed_vars=None):
     return {"all": {"vars": common, "hosts": names, "children": children}}
 
 
-def _services(work, inventory_dir, names):
-    """The directories (or addresses) of the services tor runs now on each host, as root."""
-    run = run_playbook([{"hosts": ":".join(names), "gather_facts": False, "become": True, "tasks": [
-        {"name": "info", "onionlab.tor.tor_hidden_service_info": {}}]}], work,
-        extra_args=["-i", str(inventory_dir)], extra_env=_ENV)
-    assert run.rc == 0, run.output
+def _tor_state(host):
+    """What the host's tor runs now (hostbed.TOR_STATE over ssh as root: one python3 of the host, not an
+    Ansible run): {"services": ["DIR ADDRESS"], "ephemeral": [ID], "credentials": [ID of a permanent one]}."""
+    return json.loads(host.ssh(hb.TOR_STATE).strip().splitlines()[-1])
+
+
+def _services(named_hosts):
+    """The directories (or addresses) of the services tor runs now on each host."""
     out = []
-    for name in names:
-        found = run.task("info", host=name)["result"]["hidden_services"]
-        out += [s.get("path") or "ephemeral %s" % s.get("onion_address") for s in found]
+    for host in named_hosts.values():
+        state = _tor_state(host)
+        out += [s.split(" ", 1)[0] for s in state["services"]] + ["ephemeral %s" % i for i in state["ephemeral"]]
     return out
 
 
@@ -535,7 +537,6 @@ def _run_guide(guide, named_hosts, work, password):
     inventory_dir.mkdir(parents=True)
     (inventory_dir / "hosts.yml").write_text(yaml.safe_dump(_inventory(named_hosts, password, _bed_vars(guide)),
                                                                 default_flow_style=False))
-    names = list(named_hosts)
     hosts = list(named_hosts.values())
     args = ["-i", str(inventory_dir)]
     locks = [_PORT_LOCKS[p] for p in _fixed_ports(guide)]
@@ -556,7 +557,7 @@ def _run_guide(guide, named_hosts, work, password):
         problems.append("%s: %s" % (guide, traceback.format_exc()))
     finally:
         try:
-            _restore_guide(guide, hosts, names, rows, problems, work, inventory_dir)
+            _restore_guide(guide, named_hosts, rows, problems)
         finally:
             for lock in reversed(locks):
                 lock.release()
@@ -637,23 +638,14 @@ def _site_vars(guide):
     return out
 
 
-def _outcome(work, inventory_dir, names, label):
+def _outcome(named_hosts):
     """What a guide leaves that must outlive a tor restart, per host: the persistent onion services
-    (directory, address) and the permanent client credentials (address, client name aside: tor keeps
-    names in memory only)."""
-    run = run_playbook([{"hosts": ":".join(names), "gather_facts": False, "become": True, "tasks": [
-        {"name": "services", "onionlab.tor.tor_hidden_service_info": {}},
-        {"name": "credentials", "onionlab.tor.tor_onion_client_auth_info": {}}]}], work, "outcome-" + label,
-        extra_args=["-i", str(inventory_dir)], extra_env=_ENV)
-    if run.rc != 0:
-        raise AssertionError("reading the outcome (%s): %s" % (label, run.output[-1500:]))
+    (directory, address) and the permanent client credentials (their addresses; tor keeps client names in
+    memory only)."""
     out = {}
-    for name in names:
-        services = run.task("services", host=name)["result"]["hidden_services"]
-        creds = run.task("credentials", host=name)["result"]["credentials"]
-        out[name] = {"services": sorted("%s %s" % (s["path"], s.get("onion_address")) for s in services
-                                        if s.get("path")),
-                     "credentials": sorted(c["address"] for c in creds if c.get("permanent"))}
+    for name, host in named_hosts.items():
+        state = _tor_state(host)
+        out[name] = {"services": state["services"], "credentials": state["credentials"]}
     return out
 
 
@@ -667,7 +659,7 @@ def _site_then_restart(guide, work, inventory_dir, named_hosts, rows, problems):
     t0 = time.monotonic()
     names = list(named_hosts)
     try:
-        before = _outcome(work, inventory_dir, names, "before")
+        before = _outcome(named_hosts)
         # the reader's site playbook owns the torrc (tor_torrc_takeover): a line the guide put there by hand is
         # dropped, as it is on a host whose torrc the role wrote before the guide
         site_vars = dict(BED_ROLE_VARS["onionlab.tor.tor"], tor_torrc_takeover=True, **_site_vars(guide))
@@ -685,7 +677,7 @@ def _site_then_restart(guide, work, inventory_dir, named_hosts, rows, problems):
         for host in named_hosts.values():
             host.ssh(hb.RESTART_TOR)
             host.ssh(_WAIT_BOOTSTRAP)
-        after = _outcome(work, inventory_dir, names, "after")
+        after = _outcome(named_hosts)
         lost = {n: {k: sorted(set(before[n][k]) - set(after[n][k])) for k in before[n]} for n in names}
         lost = {n: {k: v for k, v in d.items() if v} for n, d in lost.items()}
         lost = {n: d for n, d in lost.items() if d}
@@ -699,20 +691,20 @@ def _site_then_restart(guide, work, inventory_dir, named_hosts, rows, problems):
         row["seconds"] = time.monotonic() - t0
 
 
-def _restore_guide(guide, hosts, names, rows, problems, work, inventory_dir):
+def _restore_guide(guide, named_hosts, rows, problems):
     """The guide's hosts put back (Host.restore); what was removed noted in its last row."""
-    if not (hosts and rows):
+    if not (named_hosts and rows):
         return
     try:
         try:
-            services = _services(work / ".restore", inventory_dir, names)
+            services = _services(named_hosts)
         finally:
             removed = []
-            for host in hosts:
+            for host in named_hosts.values():
                 removed += host.restore()
         rows[-1]["note"] = (rows[-1]["note"] + "; " if rows[-1]["note"] else "") + \
             "restored: services %s, removed %s" % (services or "none", removed or "nothing")
-        left = _services(work / ".after", inventory_dir, names)
+        left = _services(named_hosts)
         if left:
             problems.append("%s: the host did not come back clean: tor still runs %s" % (guide, left))
     except Exception:
