@@ -206,6 +206,11 @@ class ActionModule(ActionBase):
         def address(g):
             return (by_path.get(paths[g["name"]]) or {}).get("onion_address")
 
+        def clients(g):
+            """The names of the clients tor authorizes for this generation now (the health check's probe client
+            among them, named probe_client.NAME), never a key."""
+            return sorted(c["name"] for c in (by_path.get(paths[g["name"]]) or {}).get("authorized_clients") or [])
+
         facts = dict(
             onion_service_addresses=dict((g["service"], address(g)) for g in present if g["generation"] == "current"),
             onion_service_previous_addresses=dict((g["service"], address(g)) for g in present
@@ -236,7 +241,7 @@ class ActionModule(ActionBase):
             changed=bool(out.get("changed")) or escrow.changed, ansible_facts=facts, denied=[],
             restored=out.get("restored", []), pruned=out.get("orphans", []),
             client_key_files=[k["escrow"] for k in key_files],
-            present=[dict((k, g.get(k)) for k in SUMMARY_FIELDS) for g in present],
+            present=[dict([(k, g.get(k)) for k in SUMMARY_FIELDS] + [("clients", clients(g))]) for g in present],
             **dict((k, v) for k, v in (("diff", out.get("diff")), ("warnings", warnings)) if v))
 
     def _clients(self, args, host, task_vars, services, create=False):

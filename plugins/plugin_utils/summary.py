@@ -31,7 +31,8 @@ from ansible.module_utils.common.yaml import yaml_dump, yaml_load
 HEADER = """\
 # Onion services deployed by onionlab.tor.onion_service (written by the role on each run; edits are lost)
 # onion_location: the value of the Onion-Location header a clearnet site of the service would send
-# (followed by the request's path, see the guide); previous_onion_address: the address of the
+# (followed by the request's path, see the guide); clients: the clients a service with client
+# authorization admits (probe: the health check's own, kept on the host); previous_onion_address: the address of the
 # previous key generation, served until previous_until (service key rotation).
 # refreshed: false when the last run that wrote this file did not refresh the host's entries (the host
 # failed, was skipped or not in the play): they are its last known entries, as of refreshed_at (UTC).
@@ -53,6 +54,8 @@ def entries(host, present, addresses, previous):
             shown = entry["onionbalance_frontend"] = frontend if frontend.endswith(".onion") else frontend + ".onion"
         entry["onion_location"] = (("http://" + shown) if address and 80 in ports
                                    else ("https://" + shown) if address and 443 in ports else None)
+        if svc.get("clients"):   # client authorization: the names of the clients (probe: the health check's own)
+            entry["clients"] = list(svc["clients"])
         if svc.get("key", 1) != 1:
             entry["key"] = svc["key"]
         if previous.get(svc["service"]):

@@ -39,7 +39,7 @@ def play(tmp_path, strategy="linear"):
         "onion_service_tor_user": "root",
         "onion_service_backup_dir": str(tmp_path / "escrow"),
         "onion_service_summary_file": str(tmp_path / "summary.yml"),
-        "onion_services": [{"name": "web", "ports": [{"port": 80, "target_port": 8080}]},
+        "onion_services": [{"name": "web", "ports": [{"port": 80, "target_port": 8080}], "clients": [{"name": "laptop"}]},
                            {"name": "blog", "ports": [{"port": 443, "target_port": 8443}]}],
     }, "roles": ["onionlab.tor.onion_service"]}]
 
@@ -56,6 +56,9 @@ def test_a_failed_host_keeps_its_entries_marked_not_refreshed(tor, tmp_path):
         print("first run:", sorted((k, e["onion_address"], e.get("refreshed")) for k, e in before.items()))
         assert sorted(before) == [("host1", "blog"), ("host1", "web"), ("host2", "blog"), ("host2", "web")]
         assert all(e.get("refreshed") is not False for e in before.values())
+        # client authorization: the clients by name, the health check's probe client among them (issue 38)
+        assert before[("host1", "web")]["clients"] == ["laptop", "probe"], before
+        assert "clients" not in before[("host1", "blog")]
 
         failed = run_playbook(play(tmp_path), tmp_path, extra_args=two_hosts(tor, tor2, tmp_path, misspelt=True))
         assert failed.rc != 0 and failed.stats["host2"]["failures"] == 1, failed.output

@@ -61,3 +61,15 @@ def test_onionbalance_backend_names_its_frontend_in_onion_location():
     assert entry["onion_location"] == "http://" + B
     [plain] = summary.entries("host1", present("web"), {"web": A}, {})
     assert plain["onion_location"] == "http://" + A and "onionbalance_frontend" not in plain
+
+
+def test_clients_listed_by_name_with_the_probe():
+    """A service with client authorization: its clients by name, the health check's probe client among them
+    (issue 38: "listed in the summary as probe"); no clients key without client authorization."""
+    svc = present("private", "public")
+    svc[0]["clients"] = ["laptop", "phone", "probe"]
+    svc[1]["clients"] = []
+    private, public = summary.entries("host1", svc, {"private": A, "public": B}, {})
+    assert private["clients"] == ["laptop", "phone", "probe"]
+    assert "clients" not in public
+    assert sorted(private) == ["clients", "host", "onion_address", "onion_location", "ports", "service"]
