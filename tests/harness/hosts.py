@@ -97,7 +97,7 @@ try:  # imported as harness.hosts (pytest) or run as a script
     from .hostbed import (  # noqa: F401  (re-exported)
         APP_PORTS, beds_dir, claimed_ports, CLIENT_AUTH_DIR, DEFAULTS_TORRC, host_torrc, HostBed,
         _mounts_under, RESTART_TOR, _ssh_banner, START_TOR, stock_defaults_torrc, STOCK_OFFLINE_LINES,
-        teardown_state, _tor_ids, TOR_STATE, tor_state_script, WAIT_CONTROL_SOCKET, wait_control_socket_script)
+        teardown_state, _tor_ids, SSH_ARGS, TOR_STATE, tor_state_script, WAIT_CONTROL_SOCKET, wait_control_socket_script)
 except ImportError:  # pragma: no cover
     import privnet
     from rootfs import (  # noqa: F401
@@ -118,7 +118,7 @@ except ImportError:  # pragma: no cover
     from hostbed import (  # noqa: F401
         APP_PORTS, beds_dir, claimed_ports, CLIENT_AUTH_DIR, DEFAULTS_TORRC, host_torrc, HostBed,
         _mounts_under, RESTART_TOR, _ssh_banner, START_TOR, stock_defaults_torrc, STOCK_OFFLINE_LINES,
-        teardown_state, _tor_ids, TOR_STATE, tor_state_script, WAIT_CONTROL_SOCKET, wait_control_socket_script)
+        teardown_state, _tor_ids, SSH_ARGS, TOR_STATE, tor_state_script, WAIT_CONTROL_SOCKET, wait_control_socket_script)
 
 # What this machine (the controller) needs from Debian's packages, by group: a command (or file)
 # -> the package that has it. ./run installs tor, python3-venv and git itself (before .venv exists).

@@ -325,7 +325,8 @@ def _inventory(hosts, password, bed_vars=None):
     """hosts: {inventory name: Host} (_host_names)."""
     common = {"ansible_user": OPERATOR, "ansible_become_method": "su", "ansible_become_password": password,
               "ansible_python_interpreter": "/usr/bin/python3",
-              "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"}
+              "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null",
+              "ansible_ssh_args": hb.SSH_ARGS}
     common.update(bed_vars or {})
     if not hosts:  # nothing of the guide runs on a host
         return {"all": {"vars": common}}
