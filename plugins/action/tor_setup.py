@@ -20,7 +20,8 @@ display = Display()
 
 MODULE = 'onionlab.tor.tor_setup'
 _MODULE_ARGS = ('torrc', 'config_file', 'config_dir', 'os_defaults_torrc', 'torrc_takeover', 'install', 'package_name',
-                'package_state', 'service', 'service_name', 'service_state', 'service_enabled', 'watchdog_sec')
+                'package_state', 'package_version', 'service', 'service_name', 'service_state', 'service_enabled',
+                'watchdog_sec')
 
 
 class _Failed(Exception):
@@ -57,7 +58,7 @@ class ActionModule(ActionBase):
         if problem:
             result.update(failed=True, msg=problem)
             return result
-        self._steps = {}
+        self._steps, self._messages = {}, []
         try:
             result.update(self._setup(args, task_vars))
         except _Failed as e:
@@ -70,6 +71,12 @@ class ActionModule(ActionBase):
 
     def _setup(self, args, task_vars):
         module_args = dict((k, args[k]) for k in _MODULE_ARGS if k in args)
+        if module_args.get('package_version') in ('', None, 'present', 'latest'):
+            # the role's tor_version: present or latest is package_state's (which it wins over), else one version
+            version = module_args.pop('package_version', None)
+            if version in ('present', 'latest'):
+                module_args['package_state'] = version if version == 'latest' else module_args.get(
+                    'package_state', 'present')
         install = boolean(args.get('install', True), strict=False)
         manage_service = boolean(args.get('service', True), strict=False)
         if not manage_service or module_args.get('watchdog_sec') in (None, ''):
@@ -84,9 +91,12 @@ class ActionModule(ActionBase):
         self._steps.update(probe['steps'])
         installed, not_installed_yet, torrc = False, False, probe
         if install:
-            installed = self._install(args, task_vars, family, facts, probe)
-            not_installed_yet = self._task.check_mode and installed
+            installed = self._install(dict(args, **module_args), task_vars, family, facts, probe)
+            # check mode: a tor to read the torrc is there unless the package is new (another exact version: it is)
+            not_installed_yet = self._task.check_mode and installed and not (
+                module_args.get('package_version') and probe.get('package_installed'))
             changed = changed or installed
+            messages += self._messages
         if not probe['configured']:
             # after the package: tor checks the new torrc (check mode before the package: as written)
             torrc = self._run(MODULE, dict(module_args, install=False, service=False, configure='always',
@@ -124,6 +134,14 @@ class ActionModule(ActionBase):
             messages.append('The previous %s is kept as %s'
                             % (args.get('config_file', '/etc/tor/torrc'), torrc['backup_file']))
         facts_out = {'tor_torrc_dropped': torrc['dropped'], 'tor_torrc_changed': torrc_changed}
+        if 'versions' in probe:
+            versions = probe['versions']
+            if installed and not self._task.check_mode:
+                # what runs now: the new package, restarted above (the module asked again, nothing else to do)
+                versions = self._run(MODULE, dict(module_args, configure='auto'), task_vars).get('versions', versions)
+            elif probe.get('stale_message'):
+                messages.append(probe['stale_message'])
+            facts_out['tor_versions'] = versions
         if torrc.get('backup_file'):
             facts_out['tor_torrc_backup'] = torrc['backup_file']
         out = dict(changed=changed, steps=self._steps, messages=messages, dropped=torrc['dropped'],
@@ -159,6 +177,12 @@ class ActionModule(ActionBase):
                 return False
             if (facts.get('distribution') or probe.get('distribution', '')).lower() != 'fedora':
                 self._run('ansible.builtin.dnf', {'name': 'epel-release', 'state': 'present'}, task_vars, 'epel')
+            if args.get('package_version'):
+                if (probe.get('versions') or {}).get('package') == args['package_version']:
+                    self._steps['package'] = 'ok'
+                    return False
+                return self._run('ansible.builtin.dnf', {'name': '%s-%s' % (name, args['package_version']),
+                                                         'allow_downgrade': True}, task_vars, 'package')['changed']
             return self._run('ansible.builtin.dnf', {'name': name, 'state': state}, task_vars, 'package')['changed']
         if family != 'Debian':
             raise _Failed({'failed': True, 'msg': 'The tor role installs tor on Debian, Ubuntu and the RedHat family; '
@@ -172,9 +196,30 @@ class ActionModule(ActionBase):
                 'repo': 'deb [signed-by=/etc/apt/keyrings/torproject.asc] %s %s main'
                         % (args['upstream_repository_url'], release),
                 'filename': 'torproject', 'state': 'present'}, task_vars, 'repository')
+        version = args.get('package_version')
+        if version:
+            return self._install_version(args, task_vars, name, version, probe)
         if state == 'present' and probe['package_installed']:
             self._steps['package'] = 'ok'
             return False
         # the package index is refreshed only when needed: tor not installed yet, or latest asked for
         return self._run('ansible.builtin.apt', {'name': name, 'state': state, 'update_cache': True,
                                                  'cache_valid_time': 3600}, task_vars, 'package')['changed']
+
+    def _install_version(self, args, task_vars, name, version, probe):
+        """One exact version (tor_version) on Debian: the index refreshed, the new torrc read by that version's own
+        tor before it is installed (nothing installed when it refuses), then installed (an older one too)."""
+        if (probe.get('versions') or {}).get('package') == version:
+            self._steps['package'] = 'ok'
+            return False
+        if self._task.check_mode:
+            self._steps['package'] = 'changed'
+            self._messages.append('Check mode: the real run installs %s %s after that version\'s tor has read the new '
+                                  'torrc (--verify-config).' % (name, version))
+            return True
+        self._run('ansible.builtin.apt', {'update_cache': True, 'cache_valid_time': 3600}, task_vars)
+        if probe.get('package_installed'):   # a first install has no torrc of ours to keep tor from yet
+            self._run(MODULE, {'torrc': args['torrc'], 'package_name': name, 'verify_package_version': version,
+                               'install': False, 'service': False}, task_vars, 'verify_version')
+        return self._run('ansible.builtin.apt', {'name': '%s=%s' % (name, version), 'allow_downgrade': True},
+                         task_vars, 'package')['changed']

@@ -94,10 +94,26 @@ options:
     type: str
     default: tor
   package_state:
-    description: V(present) or V(latest).
+    description: V(present) or V(latest); O(package_version) wins when set.
     type: str
     choices: [present, latest]
     default: present
+  package_version:
+    description:
+      - An exact version of the package (V(0.4.9.11-1~deb12u1), as C(apt-cache policy tor) shows it), installed (an
+        older one too) and, on Debian and Ubuntu, pinned by the apt preferences file
+        C(/etc/apt/preferences.d/onionlab-tor) (priority 1001), so that neither C(apt-get upgrade) nor
+        unattended-upgrades moves it. Without it, that file is removed when present.
+      - Before another version is installed, its own tor binary (the package downloaded with C(apt-get download) and
+        unpacked in a scratch directory) reads the new torrc (C(--verify-config)); when it refuses, nothing is
+        installed and its lines are the message.
+      - On the RedHat family the version is installed with dnf, not pinned (the run says so).
+    type: str
+  verify_package_version:
+    description:
+      - Set by the action plugin, not by a task. Only check O(torrc) with the tor of this package version, not
+        installed yet (see O(package_version)).
+    type: str
   upstream_repository:
     description: Use the Tor Project's Debian/Ubuntu repository.
     type: bool
@@ -167,7 +183,8 @@ extends_documentation_fragment:
   - onionlab.tor.attributes
   - onionlab.tor.attributes.ACTION
 notes:
-  - The role's facts C(tor_torrc_dropped), C(tor_torrc_changed) and C(tor_torrc_backup) are set by this action.
+  - The role's facts C(tor_torrc_dropped), C(tor_torrc_changed) and C(tor_torrc_backup) are set by this action, and
+    C(tor_versions) (see RV(versions)).
 """
 
 EXAMPLES = r"""
@@ -201,6 +218,16 @@ messages:
   returned: always
   type: list
   elements: str
+versions:
+  description:
+    - "tor's versions on the host after the run (also the fact C(tor_versions)) - C(package), the installed package's
+      version; C(binary), what the installed C(tor --version) says; C(running), the running tor's own (its
+      C(/proc/PID/exe --version)) with its C(pid) and C(replaced), true when its binary was replaced on disk since it
+      started (upgraded, not restarted; the run says so); C(pinned), the version the apt pin holds, or null."
+  returned: success, when the package is managed
+  type: dict
+  sample: {package: 0.4.9.11-1~deb12u1, binary: 0.4.9.11, running: {pid: 812, version: 0.4.9.11, replaced: false},
+           pinned: 0.4.9.11-1~deb12u1}
 """
 
 import base64
@@ -213,6 +240,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native, to_text
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import systemd_watchdog
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import tor_version
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import torrc as guard
 
 DEFAULTS_TORRC = {'Debian': '/usr/share/tor/tor-service-defaults-torrc', 'RedHat': '/usr/share/tor/defaults-torrc'}
@@ -445,6 +473,77 @@ def watchdog(module, result, family):
     result['changed'] = result['changed'] or changed
 
 
+def _run(module):
+    """run(argv, cwd=None) -> (rc, out, err) for tor_version, with the host's PATH."""
+    def run(argv, cwd=None):
+        exe = module.get_bin_path(argv[0]) if not argv[0].startswith('/') else argv[0]
+        if not exe:
+            return 127, '', 'No such file or directory: %s' % argv[0]
+        return module.run_command([exe] + list(argv[1:]), cwd=cwd)
+    return run
+
+
+def versions(module, result, family):
+    """tor's versions (the result's versions) and, on Debian, the apt pin of package_version (written, or removed
+    when no exact version is asked for)."""
+    p, run = module.params, _run(module)
+    pin = None
+    if family == 'Debian':
+        pin = pin_file(module, result)
+    elif p['package_version']:
+        result['messages'].append('tor %s is installed with dnf and not pinned (no apt here): a dnf upgrade can move '
+                                  'it' % p['package_version'])
+    binary = module.get_bin_path('tor')
+    now = tor_version.running(run, systemd_watchdog.unit(family, p['service_name'])) if p['service'] else None
+    result['versions'] = {
+        'package': tor_version.installed_version(run, family, p['package_name']),
+        'binary': tor_version.binary_version(run, binary) if binary else None,
+        'running': now, 'pinned': pin}
+    # said by the action unless its run restarts tor anyway
+    result['stale_message'] = tor_version.stale_message(result['versions']['binary'], now)
+
+
+def pin_file(module, result):
+    """The apt pin of package_version (PIN_FILE), written or removed; the version it holds after the run."""
+    p, path = module.params, tor_version.PIN_FILE
+    want = tor_version.pin_text(p['package_name'], p['package_version']) if p['package_version'] else None
+    current = read_current(module, path)
+    changed = current != (None if want is None else to_bytes(want))
+    if changed and not module.check_mode:
+        if want is None:
+            os.unlink(path)
+        else:
+            if not os.path.isdir(os.path.dirname(path)):
+                os.makedirs(os.path.dirname(path), 0o755)
+            fd, tmp = tempfile.mkstemp(prefix='.onionlab-tor.', dir=os.path.dirname(path))
+            with os.fdopen(fd, 'wb') as f:
+                f.write(to_bytes(want))
+            module.atomic_move(tmp, path)
+            root_attributes(module, path, '0644', True)
+    result['steps']['pin'] = 'changed' if changed else 'ok'
+    result['changed'] = result['changed'] or changed
+    return p['package_version']
+
+
+def verify_package(module, result):
+    """The new torrc read by the tor of verify_package_version before that version is installed; fails with what
+    that tor said."""
+    p = module.params
+    scratch = tempfile.mkdtemp(suffix='.onionlab-tor-version')
+    try:
+        os.chmod(scratch, 0o755)   # apt-get download as root hands the download to the _apt user in its cwd
+        torrc = os.path.join(scratch, 'torrc')
+        with open(torrc, 'wb') as f:
+            f.write(to_bytes(p['torrc']))
+        said = tor_version.verify_with_package(_run(module), p['verify_package_version'], torrc, scratch,
+                                               p['package_name'])
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if said:
+        module.fail_json(msg=said, steps={'verify_version': 'failed'})
+    result['steps']['verify_version'] = 'ok'
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -461,6 +560,8 @@ def main():
             install=dict(type='bool', default=True),
             package_name=dict(type='str', default='tor'),
             package_state=dict(type='str', choices=['present', 'latest'], default='present'),
+            package_version=dict(type='str'),
+            verify_package_version=dict(type='str'),
             upstream_repository=dict(type='bool', default=False),
             upstream_repository_url=dict(type='str', default='https://deb.torproject.org/torproject.org'),
             upstream_repository_key_url=dict(
@@ -480,12 +581,21 @@ def main():
     result = dict(changed=False, steps={}, messages=[], dropped=[], tor_not_installed_yet=p['tor_missing'])
     result.update(os_release())
     family = result['os_family']
+    for name in ('package_version', 'verify_package_version'):
+        said = tor_version.problem(p[name]) if p[name] is not None else None
+        if said or p[name] in tor_version.KEYWORDS:
+            module.fail_json(msg=said or 'tor_version: %s is not an exact version here' % p[name])
+    if p['verify_package_version']:
+        verify_package(module, result)
+        module.exit_json(**result)
     if p['install']:
         result['package_installed'] = package_installed(module, family, p['package_name'])
+        versions(module, result, family)
     if p['service']:
         result['service_active'], result['service_enabled'] = service_state(module, p['service_name'])
     ready = p['configure'] == 'always' or not p['install'] or (
-        result['package_installed'] and p['package_state'] == 'present')
+        result['package_installed'] and p['package_state'] == 'present' and not p['package_version']) or (
+        p['package_version'] and result['versions']['package'] == p['package_version'])
     result['configured'] = bool(ready)
     if ready:
         Torrc(module, p['os_defaults_torrc'] or DEFAULTS_TORRC.get(family, DEFAULTS_TORRC['Debian']),

@@ -173,6 +173,13 @@ def run_playbook(text, work, name="playbook", check=False, extra_vars=None, extr
         "ANSIBLE_HOME": str(work / "home"),
         "ANSIBLE_LOCALHOST_WARNING": "False",
         "PYTHONDONTWRITEBYTECODE": "1",
+        # a guide's plays that gather facts (as printed: most do) gather them once per host of the guide; its
+        # later plays and runs (--check, run, rerun) take them from a cache in the guide's directory, as a reader's
+        # ansible.cfg with fact caching would: the same facts of the same host, without a setup run each time
+        "ANSIBLE_GATHERING": "smart",
+        "ANSIBLE_CACHE_PLUGIN": "jsonfile",
+        "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(work / "facts"),
+        "ANSIBLE_CACHE_PLUGIN_TIMEOUT": "86400",
     })
     env.update(extra_env or {})
     cmd = [ansible_run._tool("ansible-playbook"), str(book)] + list(extra_args)  # .venv/bin, else PATH
