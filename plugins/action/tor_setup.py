@@ -91,7 +91,8 @@ class ActionModule(ActionBase):
         self._steps.update(probe['steps'])
         installed, not_installed_yet, torrc = False, False, probe
         if install:
-            installed = self._install(dict(args, **module_args), task_vars, family, facts, probe)
+            installed = self._install(dict(args, **dict(module_args, package_version=module_args.get('package_version'))),
+                                      task_vars, family, facts, probe)
             # check mode: a tor to read the torrc is there unless the package is new (another exact version: it is)
             not_installed_yet = self._task.check_mode and installed and not (
                 module_args.get('package_version') and probe.get('package_installed'))
@@ -137,8 +138,11 @@ class ActionModule(ActionBase):
         if 'versions' in probe:
             versions = probe['versions']
             if installed and not self._task.check_mode:
-                # what runs now: the new package, restarted above (the module asked again, nothing else to do)
-                versions = self._run(MODULE, dict(module_args, configure='auto'), task_vars).get('versions', versions)
+                # what runs now: the new package, restarted above, and its pin (the module asked again)
+                again = self._run(MODULE, dict(module_args, configure='auto'), task_vars)
+                versions = again.get('versions', versions)
+                if again.get('steps', {}).get('pin') == 'changed' or self._steps.get('pin') in (None, 'pending'):
+                    self._steps['pin'] = again['steps'].get('pin', self._steps.get('pin'))
             elif probe.get('stale_message'):
                 messages.append(probe['stale_message'])
             facts_out['tor_versions'] = versions
@@ -217,9 +221,21 @@ class ActionModule(ActionBase):
             self._messages.append('Check mode: the real run installs %s %s after that version\'s tor has read the new '
                                   'torrc (--verify-config).' % (name, version))
             return True
-        self._run('ansible.builtin.apt', {'update_cache': True, 'cache_valid_time': 3600}, task_vars)
-        if probe.get('package_installed'):   # a first install has no torrc of ours to keep tor from yet
-            self._run(MODULE, {'torrc': args['torrc'], 'package_name': name, 'verify_package_version': version,
-                               'install': False, 'service': False}, task_vars, 'verify_version')
+        if not probe.get('package_installed'):   # a first install: no tor runs on a torrc yet
+            return self._run('ansible.builtin.apt', {'name': '%s=%s' % (name, version), 'allow_downgrade': True,
+                                                     'update_cache': True, 'cache_valid_time': 3600},
+                             task_vars, 'package')['changed']
+        verify = {'torrc': args['torrc'], 'package_name': name, 'verify_package_version': version,
+                  'package_version': version, 'install': False, 'service': False}
+        res = self._execute_module(module_name=MODULE, module_args=verify, task_vars=task_vars)
+        if res.get('failed') and res.get('not_in_index'):
+            # the version is not in the host's package index: refreshed, then asked again
+            self._run('ansible.builtin.apt', {'update_cache': True}, task_vars, 'package_index')
+            res = self._execute_module(module_name=MODULE, module_args=verify, task_vars=task_vars)
+        res.pop('invocation', None)
+        if res.get('failed'):
+            self._steps['verify_version'] = 'failed'
+            raise _Failed(res)
+        self._steps.update(res.get('steps') or {})   # verify_version ok, and the pin moved to the version
         return self._run('ansible.builtin.apt', {'name': '%s=%s' % (name, version), 'allow_downgrade': True},
                          task_vars, 'package')['changed']

@@ -487,25 +487,33 @@ def versions(module, result, family):
     """tor's versions (the result's versions) and, on Debian, the apt pin of package_version (written, or removed
     when no exact version is asked for)."""
     p, run = module.params, _run(module)
+    installed = tor_version.installed_version(run, family, p['package_name'])
     pin = None
     if family == 'Debian':
-        pin = pin_file(module, result)
+        pin = pin_file(module, result, installed)
     elif p['package_version']:
         result['messages'].append('tor %s is installed with dnf and not pinned (no apt here): a dnf upgrade can move '
                                   'it' % p['package_version'])
     binary = module.get_bin_path('tor')
     now = tor_version.running(run, systemd_watchdog.unit(family, p['service_name'])) if p['service'] else None
     result['versions'] = {
-        'package': tor_version.installed_version(run, family, p['package_name']),
+        'package': installed,
         'binary': tor_version.binary_version(run, binary) if binary else None,
         'running': now, 'pinned': pin}
     # said by the action unless its run restarts tor anyway
-    result['stale_message'] = tor_version.stale_message(result['versions']['binary'], now)
+    result['stale_message'] = tor_version.stale_message(result['versions']['binary'], now, installed)
 
 
-def pin_file(module, result):
-    """The apt pin of package_version (PIN_FILE), written or removed; the version it holds after the run."""
+def pin_file(module, result, installed):
+    """The apt pin of package_version (PIN_FILE), written once that version is installed (a version not installed
+    yet is pinned by the run after the install: a refused version is never pinned), or removed without
+    package_version; the version it holds after the run."""
     p, path = module.params, tor_version.PIN_FILE
+    if p['package_version'] and installed != p['package_version']:
+        result['steps']['pin'] = 'pending'
+        current = read_current(module, path)
+        held = [l.split()[-1] for l in to_text(current or b'').splitlines() if l.startswith('Pin: version ')]
+        return held[0] if held else None
     want = tor_version.pin_text(p['package_name'], p['package_version']) if p['package_version'] else None
     current = read_current(module, path)
     changed = current != (None if want is None else to_bytes(want))
@@ -535,13 +543,17 @@ def verify_package(module, result):
         torrc = os.path.join(scratch, 'torrc')
         with open(torrc, 'wb') as f:
             f.write(to_bytes(p['torrc']))
-        said = tor_version.verify_with_package(_run(module), p['verify_package_version'], torrc, scratch,
-                                               p['package_name'])
+        said, missing = tor_version.verify_with_package(_run(module), p['verify_package_version'], torrc, scratch,
+                                                        p['package_name'])
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     if said:
-        module.fail_json(msg=said, steps={'verify_version': 'failed'})
+        module.fail_json(msg=said, steps={'verify_version': 'failed'}, not_in_index=missing)
     result['steps']['verify_version'] = 'ok'
+    # accepted: the pin moves to it before apt installs it (apt's own pin for the asked version and ours for the
+    # installed one would be two at priority 1001: apt then finds no candidate for the asked one)
+    if result['os_family'] == 'Debian' and p['package_version'] == p['verify_package_version']:
+        pin_file(module, result, p['package_version'])
 
 
 def main():

@@ -40,11 +40,11 @@ for version, bad in BUILDS:
     root = os.path.join(REPO, 'build-' + version)
     for f in files:
         src, dst = f, root + f
-        if os.path.islink(src):
+        if os.path.isdir(src):   # a directory, or a link to one (merged /usr: /lib -> usr/lib): a directory here
+            os.makedirs(dst, exist_ok=True)
+        elif os.path.islink(src):
             os.makedirs(os.path.dirname(dst), exist_ok=True)
             os.symlink(os.readlink(src), dst)
-        elif os.path.isdir(src):
-            os.makedirs(dst, exist_ok=True)
         elif os.path.isfile(src):
             os.makedirs(os.path.dirname(dst), exist_ok=True)
             shutil.copy2(src, dst)

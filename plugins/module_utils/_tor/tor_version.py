@@ -73,38 +73,40 @@ def running(run, unit, readlink=os.readlink):
     return {"pid": pid, "version": binary_version(run, exe), "replaced": target.endswith(" (deleted)")}
 
 
-def stale_message(installed_binary, now):
+def stale_message(installed_binary, now, package=None):
     """What the run says about a tor that runs another binary than the one installed, else None."""
     if not now or not installed_binary:
         return None
     if now.get("replaced") or (now.get("version") and now["version"] != installed_binary):
-        return ("tor %s is installed but the running tor (PID %d) is %s: the package was upgraded and tor not "
-                "restarted; it runs the new version from its next start"
-                % (installed_binary, now["pid"], now.get("version") or "an older binary"))
+        return ("the running tor (PID %d, tor %s) started before its binary was replaced on disk (now tor %s%s): the "
+                "package was upgraded and tor not restarted; the new binary runs from tor's next start"
+                % (now["pid"], now.get("version") or "of an older binary", installed_binary,
+                   ", package %s" % package if package else ""))
     return None
 
 
 def verify_with_package(run, version, torrc_path, scratch, package="tor"):
     """The torrc at torrc_path as the tor of package=version reads it, before that version is installed (Debian):
     the package downloaded (`apt-get download`) and unpacked (`dpkg-deb -x`) in scratch, its tor binary run with
-    --verify-config and its own service defaults torrc. Returns None when it accepts the torrc, else what it
-    said (or why it could not run)."""
+    --verify-config and its own service defaults torrc. Returns (problem, missing): problem None when it accepts
+    the torrc, else what it said (or why it could not run); missing: the package could not be downloaded (not in
+    the host's apt index: the caller may refresh the index and ask again)."""
     rc, out, err = run(["apt-get", "download", "-q", "%s=%s" % (package, version)], cwd=scratch)
     debs = [f for f in os.listdir(scratch) if f.endswith(".deb")]
     if rc != 0 or len(debs) != 1:
         return ("the package %s=%s could not be downloaded to check the torrc with its tor (is that version in the "
                 "host's apt sources? `apt-cache policy %s`): %s" % (package, version, package,
-                                                                    (err or out).strip()[-500:]))
+                                                                    (err or out).strip()[-500:])), True
     root = os.path.join(scratch, "root")
     rc, out, err = run(["dpkg-deb", "-x", os.path.join(scratch, debs[0]), root])
     binary = os.path.join(root, "usr", "bin", "tor")
     if rc != 0 or not os.path.isfile(binary):
-        return "the package %s=%s could not be unpacked: %s" % (package, version, (err or out).strip()[-500:])
+        return "the package %s=%s could not be unpacked: %s" % (package, version, (err or out).strip()[-500:]), False
     defaults = os.path.join(root, "usr", "share", "tor", "tor-service-defaults-torrc")
     argv = [binary, "--verify-config", "--hush", "-f", torrc_path,
             "--defaults-torrc", defaults if os.path.isfile(defaults) else "/dev/null"]
     rc, out, err = run(argv)
     if rc != 0:
         said = "\n".join(line for line in (out + err).splitlines() if line.strip())[-1500:]
-        return "tor %s refuses the torrc (%s --verify-config):\n%s" % (version, package, said)
-    return None
+        return "tor %s refuses the torrc (%s --verify-config):\n%s" % (version, package, said), False
+    return None, False

@@ -71,8 +71,9 @@ def test_running_tor_replaced_on_disk_is_said():
                     (["/proc/812/exe", "--version"], (0, "Tor version 0.4.9.10.\n", ""))])
     now = tv.running(run, "tor@default.service", readlink=lambda p: "/usr/bin/tor (deleted)")
     assert now == {"pid": 812, "version": "0.4.9.10", "replaced": True}
-    said = tv.stale_message("0.4.9.11", now)
-    assert "0.4.9.11 is installed but the running tor (PID 812) is 0.4.9.10" in said and "not restarted" in said
+    said = tv.stale_message("0.4.9.11", now, "0.4.9.11-1")
+    assert said.startswith("the running tor (PID 812, tor 0.4.9.10) started before its binary was replaced on disk "
+                           "(now tor 0.4.9.11, package 0.4.9.11-1)") and "not restarted" in said
     fresh = tv.running(scripted([(["systemctl", "show"], (0, "812\n", "")),
                                  (["/proc/812/exe", "--version"], (0, "Tor version 0.4.9.11.\n", ""))]),
                        "tor@default.service", readlink=lambda p: "/usr/bin/tor")
@@ -99,7 +100,7 @@ def test_new_version_reads_the_torrc_before_it_is_installed(tmp_path):
     root = str(tmp_path / "root")
     ok = scripted([(["apt-get", "download"], download), (["dpkg-deb", "-x"], unpack),
                    ([root + "/usr/bin/tor", "--verify-config"], (0, "Configuration was valid\n", ""))], seen)
-    assert tv.verify_with_package(ok, "0.4.9.12-1", "/s/torrc", str(tmp_path)) is None
+    assert tv.verify_with_package(ok, "0.4.9.12-1", "/s/torrc", str(tmp_path)) == (None, False)
     assert seen[0] == (["apt-get", "download", "-q", "tor=0.4.9.12-1"], str(tmp_path))
     assert seen[-1][0] == [root + "/usr/bin/tor", "--verify-config", "--hush", "-f", "/s/torrc", "--defaults-torrc",
                            root + "/usr/share/tor/tor-service-defaults-torrc"]
@@ -108,11 +109,11 @@ def test_new_version_reads_the_torrc_before_it_is_installed(tmp_path):
                         ([root + "/usr/bin/tor", "--verify-config"],
                          (1, "[warn] Failed to parse/validate config: Unknown option 'HiddenServiceVersion'.\n"
                              "[err] Reading config failed--see warnings above.\n", ""))])
-    said = tv.verify_with_package(refused, "0.4.9.12-1", "/s/torrc", str(tmp_path))
-    assert said.startswith("tor 0.4.9.12-1 refuses the torrc") and "HiddenServiceVersion" in said
+    said, missing = tv.verify_with_package(refused, "0.4.9.12-1", "/s/torrc", str(tmp_path))
+    assert not missing and said.startswith("tor 0.4.9.12-1 refuses the torrc") and "HiddenServiceVersion" in said
 
 
 def test_a_version_not_in_the_sources_is_said(tmp_path):
     run = scripted([(["apt-get", "download"], (100, "", "E: Version '9.9' for 'tor' was not found"))])
-    said = tv.verify_with_package(run, "9.9", "/s/torrc", str(tmp_path))
-    assert "could not be downloaded" in said and "apt-cache policy tor" in said and "was not found" in said
+    said, missing = tv.verify_with_package(run, "9.9", "/s/torrc", str(tmp_path))
+    assert missing and "could not be downloaded" in said and "apt-cache policy tor" in said and "was not found" in said
