@@ -23,6 +23,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._common import contro
 from ansible_collections.onionlab.tor.plugins.module_utils._hidden_service_args import SERVICE_OPTIONS
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import capabilities
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import files
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion, seal
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_manager as sm
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import TorError
@@ -102,7 +103,7 @@ def write_record(state_file, text):
     if same:
         os.chmod(state_file, 0o600)
         return True
-    hs.write_secret(state_file, text.encode("utf-8"), state_file + ".onionlab-new")
+    files.write_secret(state_file, text.encode("utf-8"), state_file + ".onionlab-new")
     return True
 
 
@@ -129,7 +130,7 @@ def with_pow_default(entries):
 def host_key(path):
     """The raw bytes of a service directory's secret key file (a regular file, never through a link), or None."""
     try:
-        return hs.read_regular(os.path.join(path, KEY_FILE), 4096)[0]
+        return files.read_regular(os.path.join(path, KEY_FILE), 4096)[0]
     except FileNotFoundError:
         return None
 

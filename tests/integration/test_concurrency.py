@@ -26,6 +26,8 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import ephemeral as _ephemeral
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import torrc_tree as _torrc_tree
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from harness.ansible_run import COLLECTIONS, REPO, run_playbook
@@ -67,7 +69,7 @@ def live_paths(tor):
 def drop_in_paths(*files):
     paths = []
     for name in files:
-        paths.extend(s["path"] for s in (hs.read_drop_in(str(name)) or []))
+        paths.extend(s["path"] for s in (_torrc_tree.read_drop_in(str(name)) or []))
     return paths
 
 
@@ -125,7 +127,7 @@ def test_parallel_ephemeral_runs_keep_their_record(tor, tmp_path):
             assert result["changed"] is True
         with connect(port=tor.control_port) as ctl:
             detached = set(ctl.list_onions()["detached"])
-        record = hs.read_ephemeral_record(str(tor.data_dir))
+        record = _ephemeral.read_ephemeral_record(str(tor.data_dir))
         for i, key in enumerate(keys):
             sid = onion.service_id_of_key(key)
             assert sid in detached
@@ -310,7 +312,7 @@ def test_external_writer_between_read_and_setconf_converges(tor, tmp_path):
         result = manager.apply([mine])
     assert result["changed"] is True
     assert sorted(live_paths(tor)) == sorted([ext, mine["path"]])
-    assert [s["path"] for s in hs.read_drop_in(str(tmp_path / "torrc.d" / "o.conf"))] == [mine["path"]]
+    assert [s["path"] for s in _torrc_tree.read_drop_in(str(tmp_path / "torrc.d" / "o.conf"))] == [mine["path"]]
     assert len(reads) >= 4  # planned twice
 
 

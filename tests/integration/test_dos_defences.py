@@ -16,6 +16,7 @@ import pytest
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import capabilities as caps
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import ephemeral as _ephemeral
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from harness.ansible_run import run_playbook
@@ -144,7 +145,7 @@ def test_ephemeral_with_pow(tor, tmp_path):
     # tor runs it (GETCONF cannot show an ephemeral service's options: the record holds what was asked)
     with connect(port=tor.control_port) as ctl:
         assert sid in ctl.list_onions()["detached"]
-    record = json.loads((tor.data_dir / hs.EPHEMERAL_RECORD).read_text())
+    record = json.loads((tor.data_dir / _ephemeral.EPHEMERAL_RECORD).read_text())
     assert record[sid]["pow"] == first["service"]["pow"]
     # a new rate: added again with it; no pow: without the keywords
     run = run_playbook([hs_task(tor.control_port, tmp_path, **dict(params, pow={"enabled": True, "queue_rate": 20})),

@@ -548,24 +548,3 @@ def parse_torrc_lines(text):
 def parse_drop_in(text):
     """The services of a drop-in's text."""
     return services_from_conf(parse_torrc_lines(text))
-
-
-# -- names that moved to the files of disk work -------------------------------------------------
-# Still importable from here for the callers that took them from here (tests, plugin_utils,
-# _onion_service_deploy.py): imported on first use, since those files import this one.
-_MOVED_TO_FILES = frozenset(["atomic_write", "open_dir", "set_owner_mode", "make_dir", "fix_file", "read_regular",
-                             "write_secret", "SWAPPED", "NOT_A_FILE"])
-_MOVED_TO_TORRC_TREE = frozenset(["read_drop_in", "torrc_files", "includes", "torrc_service_dirs"])
-_MOVED_TO_EPHEMERAL = frozenset(["EPHEMERAL_RECORD", "read_ephemeral_record", "write_ephemeral_record"])
-
-
-def __getattr__(name):
-    if name in _MOVED_TO_FILES:
-        from ansible_collections.onionlab.tor.plugins.module_utils._tor import files as module
-    elif name in _MOVED_TO_TORRC_TREE:
-        from ansible_collections.onionlab.tor.plugins.module_utils._tor import torrc_tree as module
-    elif name in _MOVED_TO_EPHEMERAL:
-        from ansible_collections.onionlab.tor.plugins.module_utils._tor import ephemeral as module
-    else:
-        raise AttributeError("module %r has no attribute %r" % (__name__, name))
-    return getattr(module, name)

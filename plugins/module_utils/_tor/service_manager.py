@@ -780,7 +780,7 @@ class PersistentManager:
                 if not os.path.isdir(directory):
                     os.makedirs(directory, 0o755)
                 # through hidden_service, whose file the drop-in is (a test replaces the writer there)
-                hs.atomic_write(self.drop_in, steps.drop_in_text, 0o644)
+                files.atomic_write(self.drop_in, steps.drop_in_text, 0o644)
             if steps.include_change:
                 self._add_include()
         except OSError as exc:

@@ -15,6 +15,7 @@ import stat
 import pytest
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import files
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_manager as sm
 from ansible_collections.onionlab.tor.plugins.modules import tor_hidden_service as module
@@ -220,13 +221,13 @@ def test_include_through_a_directory_is_enough(runner, fake, tmp_path, torrc):
 def test_drop_in_write_failure_restores_tor(runner, fake, tmp_path, monkeypatch):
     create(runner, fake, tmp_path, name="a")
     drop_in_text = drop_in(tmp_path).read_text()
-    real_write = hs.atomic_write
+    real_write = files.atomic_write
 
     def atomic_write(path, text, mode=0o644):
         if path == str(drop_in(tmp_path)):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return real_write(path, text, mode)
-    monkeypatch.setattr(hs, "atomic_write", atomic_write)
+    monkeypatch.setattr(files, "atomic_write", atomic_write)
     result = runner.fails(module, **args(fake, tmp_path, path=service_dir(tmp_path, "b"), ports=WEB_PORTS))
     assert result["msg"] == ("cannot write %s: No space left on device; restored the previous configuration"
                              % drop_in(tmp_path))

@@ -15,6 +15,7 @@ import pytest
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import client_auth as ca
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import files as _files
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.modules import tor_onion_client_auth as module
 from ansible_collections.onionlab.tor.plugins.modules import tor_onion_client_auth_info as info_module
@@ -432,7 +433,7 @@ def test_files_own_file_swapped_for_a_link_before_its_chmod(runner, auth_dir, tm
     monkeypatch.setattr(ca, "read_dir", read_dir)
     result = runner.fails(module, **file_args(auth_dir, address=SID, private_key=PRIVATE))
     assert stat.S_IMODE(os.stat(str(victim)).st_mode) == 0o644 and victim.read_text() == "root's\n"
-    assert result["msg"] == "%s: %s" % (hs.NOT_A_FILE, path)
+    assert result["msg"] == "%s: %s" % (_files.NOT_A_FILE, path)
 
 
 # -- tor_onion_client_auth_info ------------------------------------------------------------------------

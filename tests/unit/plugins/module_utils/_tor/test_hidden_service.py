@@ -5,6 +5,8 @@
 import pytest
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import files
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import torrc_tree as _torrc_tree
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import ProtocolError, UnsafeValue
 
 
@@ -139,9 +141,9 @@ def test_drop_in_render_and_read(tmp_path):
     text = hs.render_drop_in(services)
     assert text.startswith("# Managed by onionlab.tor")
     path = tmp_path / "drop.conf"
-    hs.atomic_write(str(path), text)
-    assert hs.read_drop_in(str(path)) == services
-    assert hs.read_drop_in(str(tmp_path / "missing")) is None
+    files.atomic_write(str(path), text)
+    assert _torrc_tree.read_drop_in(str(path)) == services
+    assert _torrc_tree.read_drop_in(str(tmp_path / "missing")) is None
     assert [p.name for p in tmp_path.iterdir()] == ["drop.conf"]  # no temp file left behind
 
 
@@ -154,15 +156,15 @@ def test_torrc_parsing_includes_and_service_dirs(tmp_path):
     torrc = tmp_path / "torrc"
     torrc.write_text("# comment\nSocksPort 0\nHiddenServiceDir \"/from/torrc\"\nContactInfo a \\\n  b\n"
                      "%%include %s\n" % drop_dir)
-    assert hs.includes(str(torrc), str(drop))
-    assert hs.torrc_service_dirs(str(torrc), str(drop)) == {"/from/torrc": str(torrc),
+    assert _torrc_tree.includes(str(torrc), str(drop))
+    assert _torrc_tree.torrc_service_dirs(str(torrc), str(drop)) == {"/from/torrc": str(torrc),
                                                              "/from/other": str(drop_dir / "other.conf")}
     assert ("ContactInfo", "a    b") in hs.parse_torrc_lines(torrc.read_text()) or \
         any(k == "ContactInfo" for k, _ in hs.parse_torrc_lines(torrc.read_text()))
     torrc.write_text("SocksPort 0\n")
-    assert not hs.includes(str(torrc), str(drop))
+    assert not _torrc_tree.includes(str(torrc), str(drop))
     torrc.write_text("%%include %s/*.conf\n" % drop_dir)
-    assert hs.includes(str(torrc), str(drop))
+    assert _torrc_tree.includes(str(torrc), str(drop))
 
 
 # -- DoS defences: pow, intro_dos, export_circuit_id (issue 16) ------------------------------------

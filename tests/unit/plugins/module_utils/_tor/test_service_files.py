@@ -23,6 +23,8 @@ import pytest
 
 from ansible_collections.onionlab.tor.plugins.module_utils._common import error_message
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import ephemeral as _ephemeral
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import files
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_manager as sm
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
@@ -247,7 +249,7 @@ def test_service_directory_swapped_for_a_link(fake, tmp_path, base, victim, monk
     with pytest.raises(OSError) as err:
         apply(fake, tmp_path, str(base / "web"), [])
     assert owner_mode(str(victim)) == before and victim.read_text() == "root's\n"
-    assert one_message(err.value) == "%s: %s" % (hs.SWAPPED, base / "web")
+    assert one_message(err.value) == "%s: %s" % (files.SWAPPED, base / "web")
     assert [line for line in fake.received if line.startswith("SETCONF")] == []
 
 
@@ -259,7 +261,7 @@ def test_authorized_clients_swapped_for_a_link(fake, tmp_path, base, victim_dir,
     with pytest.raises(OSError) as err:
         apply(fake, tmp_path, str(path), [{"name": "laptop", "public_key": LAPTOP}])
     assert snapshot(str(victim_dir)) == before       # not given to tor's user, nothing written into it
-    assert one_message(err.value) == "%s: %s" % (hs.SWAPPED, path / "authorized_clients")
+    assert one_message(err.value) == "%s: %s" % (files.SWAPPED, path / "authorized_clients")
 
 
 def test_client_file_swapped_for_a_link_after_its_write(fake, tmp_path, base, victim, monkeypatch):
@@ -301,7 +303,7 @@ def test_service_directory_swapped_before_its_key_is_written(fake, tmp_path, bas
         with pytest.raises(OSError) as err:
             manager.apply([hs.normalize_service({"path": str(path), "ports": [{"port": 80}]})], keys={str(path): key})
     assert snapshot(str(victim_dir)) == before
-    assert one_message(err.value) == "%s: %s" % (hs.SWAPPED, path)
+    assert one_message(err.value) == "%s: %s" % (files.SWAPPED, path)
 
 
 def test_ephemeral_record_not_read_through_a_link_or_a_fifo(tmp_path):
@@ -311,11 +313,11 @@ def test_ephemeral_record_not_read_through_a_link_or_a_fifo(tmp_path):
     data_dir.mkdir()
     elsewhere = tmp_path / "root.json"
     elsewhere.write_text('{"secret": "of root"}')
-    os.symlink(str(elsewhere), str(data_dir / hs.EPHEMERAL_RECORD))
-    assert hs.read_ephemeral_record(str(data_dir)) == {}
-    os.unlink(str(data_dir / hs.EPHEMERAL_RECORD))
-    os.mkfifo(str(data_dir / hs.EPHEMERAL_RECORD))
-    assert hs.read_ephemeral_record(str(data_dir)) == {}
-    os.unlink(str(data_dir / hs.EPHEMERAL_RECORD))
-    hs.write_ephemeral_record(str(data_dir), {"abc": {"ports": []}})
-    assert hs.read_ephemeral_record(str(data_dir)) == {"abc": {"ports": []}}
+    os.symlink(str(elsewhere), str(data_dir / _ephemeral.EPHEMERAL_RECORD))
+    assert _ephemeral.read_ephemeral_record(str(data_dir)) == {}
+    os.unlink(str(data_dir / _ephemeral.EPHEMERAL_RECORD))
+    os.mkfifo(str(data_dir / _ephemeral.EPHEMERAL_RECORD))
+    assert _ephemeral.read_ephemeral_record(str(data_dir)) == {}
+    os.unlink(str(data_dir / _ephemeral.EPHEMERAL_RECORD))
+    _ephemeral.write_ephemeral_record(str(data_dir), {"abc": {"ports": []}})
+    assert _ephemeral.read_ephemeral_record(str(data_dir)) == {"abc": {"ports": []}}
