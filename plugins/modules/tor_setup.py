@@ -303,6 +303,16 @@ def read_current(module, path):
             ' (the tor role needs root: use become: true)' if denied else ''))
 
 
+def write_file(module, path, text):
+    """text to path, its directory made (0755) when missing, through a temporary file beside it (atomic)."""
+    if not os.path.isdir(os.path.dirname(path)):
+        os.makedirs(os.path.dirname(path), 0o755)
+    fd, tmp = tempfile.mkstemp(prefix='.onionlab.', dir=os.path.dirname(path))
+    with os.fdopen(fd, 'wb') as f:
+        f.write(to_bytes(text))
+    module.atomic_move(tmp, path)
+
+
 def root_attributes(module, path, mode, changed):
     changed = module.set_owner_if_different(path, 'root', changed)
     changed = module.set_group_if_different(path, 'root', changed)
@@ -457,12 +467,7 @@ def watchdog(module, result, family):
             except OSError:
                 pass
         else:
-            if not os.path.isdir(os.path.dirname(path)):
-                os.makedirs(os.path.dirname(path), 0o755)
-            fd, tmp = tempfile.mkstemp(prefix='.onionlab-watchdog.', dir=os.path.dirname(path))
-            with os.fdopen(fd, 'wb') as f:
-                f.write(to_bytes(want))
-            module.atomic_move(tmp, path)
+            write_file(module, path, want)
         if systemctl:
             rc, out, err = module.run_command([systemctl, 'daemon-reload'])
             if rc != 0:
@@ -512,7 +517,7 @@ def pin_file(module, result, installed):
     if p['package_version'] and installed != p['package_version']:
         result['steps']['pin'] = 'pending'
         current = read_current(module, path)
-        held = [l.split()[-1] for l in to_text(current or b'').splitlines() if l.startswith('Pin: version ')]
+        held = [line.split()[-1] for line in to_text(current or b'').splitlines() if line.startswith('Pin: version ')]
         return held[0] if held else None
     want = tor_version.pin_text(p['package_name'], p['package_version']) if p['package_version'] else None
     current = read_current(module, path)
@@ -521,12 +526,7 @@ def pin_file(module, result, installed):
         if want is None:
             os.unlink(path)
         else:
-            if not os.path.isdir(os.path.dirname(path)):
-                os.makedirs(os.path.dirname(path), 0o755)
-            fd, tmp = tempfile.mkstemp(prefix='.onionlab-tor.', dir=os.path.dirname(path))
-            with os.fdopen(fd, 'wb') as f:
-                f.write(to_bytes(want))
-            module.atomic_move(tmp, path)
+            write_file(module, path, want)
             root_attributes(module, path, '0644', True)
     result['steps']['pin'] = 'changed' if changed else 'ok'
     result['changed'] = result['changed'] or changed
