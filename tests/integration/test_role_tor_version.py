@@ -70,6 +70,12 @@ def test_versions_pinned_checked_installed_and_said(bed, tmp_path):
     assert versions["running"] == {"pid": pid(bed), "version": versions["binary"], "replaced": False}
     print("present:", versions)
 
+    # a value that is not a version: one message, nothing changed
+    wrong = role(bed, tmp_path, tor_version="0.4.9.11; apt-get remove tor")
+    assert wrong.rc != 0 and "Traceback" not in wrong.output
+    assert "tor_version must be present, latest or an exact package version" in result(wrong, bed)["msg"]
+    assert ssh(bed, "dpkg-query -W -f='${Version}' tor") == original
+
     new, newer, older = original + "+onionlab2", original + "+onionlab3", original + "+onionlab1"
     policy = ssh(bed, tor_debs.repo_script([(older, False), (new, False), (newer, True)]))
     print(policy)
