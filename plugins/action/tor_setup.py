@@ -73,10 +73,8 @@ class ActionModule(ActionBase):
         module_args = dict((k, args[k]) for k in _MODULE_ARGS if k in args)
         if module_args.get('package_version') in ('', None, 'present', 'latest'):
             # the role's tor_version: present or latest is package_state's (which it wins over), else one version
-            version = module_args.pop('package_version', None)
-            if version in ('present', 'latest'):
-                module_args['package_state'] = version if version == 'latest' else module_args.get(
-                    'package_state', 'present')
+            if module_args.pop('package_version', None) == 'latest':
+                module_args['package_state'] = 'latest'
         install = boolean(args.get('install', True), strict=False)
         manage_service = boolean(args.get('service', True), strict=False)
         if not manage_service or module_args.get('watchdog_sec') in (None, ''):
@@ -91,8 +89,9 @@ class ActionModule(ActionBase):
         self._steps.update(probe['steps'])
         installed, not_installed_yet, torrc = False, False, probe
         if install:
-            installed = self._install(dict(args, **dict(module_args, package_version=module_args.get('package_version'))),
-                                      task_vars, family, facts, probe)
+            install_args = dict(args, **module_args)
+            install_args['package_version'] = module_args.get('package_version')   # None for present or latest
+            installed = self._install(install_args, task_vars, family, facts, probe)
             # check mode: a tor to read the torrc is there unless the package is new (another exact version: it is)
             not_installed_yet = self._task.check_mode and installed and not (
                 module_args.get('package_version') and probe.get('package_installed'))
@@ -175,17 +174,17 @@ class ActionModule(ActionBase):
         """The package step; True when it installed (or in check mode would install) something."""
         name = args.get('package_name', 'tor')
         state = args.get('package_state', 'present')
+        version = args.get('package_version')
         if family == 'RedHat':
             if state == 'present' and probe['package_installed']:
                 self._steps['package'] = 'ok'
                 return False
             if (facts.get('distribution') or probe.get('distribution', '')).lower() != 'fedora':
                 self._run('ansible.builtin.dnf', {'name': 'epel-release', 'state': 'present'}, task_vars, 'epel')
-            if args.get('package_version'):
-                if (probe.get('versions') or {}).get('package') == args['package_version']:
-                    self._steps['package'] = 'ok'
+            if version:
+                if self._version_installed(version, probe):
                     return False
-                return self._run('ansible.builtin.dnf', {'name': '%s-%s' % (name, args['package_version']),
+                return self._run('ansible.builtin.dnf', {'name': '%s-%s' % (name, version),
                                                          'allow_downgrade': True}, task_vars, 'package')['changed']
             return self._run('ansible.builtin.dnf', {'name': name, 'state': state}, task_vars, 'package')['changed']
         if family != 'Debian':
@@ -200,7 +199,6 @@ class ActionModule(ActionBase):
                 'repo': 'deb [signed-by=/etc/apt/keyrings/torproject.asc] %s %s main'
                         % (args['upstream_repository_url'], release),
                 'filename': 'torproject', 'state': 'present'}, task_vars, 'repository')
-        version = args.get('package_version')
         if version:
             return self._install_version(args, task_vars, name, version, probe)
         if state == 'present' and probe['package_installed']:
@@ -210,11 +208,17 @@ class ActionModule(ActionBase):
         return self._run('ansible.builtin.apt', {'name': name, 'state': state, 'update_cache': True,
                                                  'cache_valid_time': 3600}, task_vars, 'package')['changed']
 
+    def _version_installed(self, version, probe):
+        """The asked version is the installed one (the package step ok)."""
+        if (probe.get('versions') or {}).get('package') == version:
+            self._steps['package'] = 'ok'
+            return True
+        return False
+
     def _install_version(self, args, task_vars, name, version, probe):
         """One exact version (tor_version) on Debian: the index refreshed, the new torrc read by that version's own
         tor before it is installed (nothing installed when it refuses), then installed (an older one too)."""
-        if (probe.get('versions') or {}).get('package') == version:
-            self._steps['package'] = 'ok'
+        if self._version_installed(version, probe):
             return False
         if self._task.check_mode:
             self._steps['package'] = 'changed'
