@@ -88,18 +88,21 @@ except ImportError:  # pragma: no cover (plain Python in unit tests)
     class AnsibleFilterError(Exception):
         pass
 
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
+
 MARKER = "# onionlab.tor.onion_location:"
 MARKER_RE = re.compile(r"^# onionlab\.tor\.onion_location: service=(\S+) host=(\S+)")
 # \Z, not $: $ also matches before a newline at the end, which would reach the snippet
 NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}\Z")       # onion_service_generations' service names
 HOST_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,252}\Z")
 SNIPPET_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,200}\.conf\Z")
-VALUE_RE = re.compile(r"^https?://[a-z2-7]{56}\.onion\Z")
+SCHEME_RE = re.compile(r"^https?://")
 KEYS = ("service", "onion_host", "snippet", "state")
 
 
 def _fail(msg):
     raise AnsibleFilterError("onion_location: " + msg)
+
 
 
 def _content(service, host, header, note):
@@ -157,7 +160,7 @@ def _header(service, entry):
         _fail("service %r of %s has no port 80 or 443: Tor Browser follows Onion-Location to a web port only"
               % (service, entry.get("host")))
     value = "%s://%s" % (str(location).split("://", 1)[0], address)
-    if not VALUE_RE.match(value):
+    if not SCHEME_RE.match(value) or not onion.is_address(value.split("://", 1)[1]):
         _fail("service %r of %s: the summary file's address %r is not a v3 onion address"
               % (service, entry.get("host"), str(address)[:80]))
     return value

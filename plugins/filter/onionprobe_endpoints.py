@@ -67,9 +67,9 @@ except ImportError:  # pragma: no cover (plain Python in unit tests)
     class AnsibleFilterError(Exception):
         pass
 
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.plugin_utils import escrow
 
-_ADDRESS = re.compile(r"^[a-z2-7]{56}\.onion\Z")
 _WEB_PORTS = {80: "http", 443: "https"}
 _CHECK_KEYS = ("ports", "protocol", "paths", "probe")
 _PATH_KEYS = ("path", "allowed_statuses", "pattern")
@@ -97,14 +97,15 @@ def _read(path):
             text = f.read().strip()
     except (OSError, UnicodeDecodeError):
         return None
-    return text if _ADDRESS.match(text) else None
+    return text if onion.is_address(text) else None
+
 
 
 def _address(value):
     value = str(value or "").strip()
     if value and not value.endswith(".onion"):
         value += ".onion"
-    return value if _ADDRESS.match(value) else None
+    return value if onion.is_address(value) else None
 
 
 def _paths(where, paths):

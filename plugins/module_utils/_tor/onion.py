@@ -264,6 +264,18 @@ def parse_onion_address(address):
     return public_key
 
 
+def is_address(text):
+    """A v3 onion address with its .onion, checksum and version right (what a filter accepts from a file or a
+    variable as an address)."""
+    if not isinstance(text, str) or not text.endswith(".onion"):
+        return False
+    try:
+        parse_onion_address(text)
+    except OnionKeyError:
+        return False
+    return True
+
+
 def is_service_id(text):
     try:
         parse_onion_address(text)

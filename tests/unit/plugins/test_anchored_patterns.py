@@ -9,17 +9,17 @@ from ansible_collections.onionlab.tor.plugins.filter import onion_haproxy_plan a
 from ansible_collections.onionlab.tor.plugins.filter import onion_location_snippets as location
 from ansible_collections.onionlab.tor.plugins.filter import onionprobe_endpoints as probe
 from ansible_collections.onionlab.tor.plugins.filter import tor_metrics_lines as metrics
-from ansible_collections.onionlab.tor.plugins.module_utils._tor import torrc
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion, torrc
 from ansible_collections.onionlab.tor.plugins.plugin_utils import onion_services
 
-ADDRESS = "a" * 56 + ".onion"
+ADDRESS = onion.onion_address(b"\x01" * 32) + ".onion"
 PATTERNS = [
     (onion_services.NAME_RE, "web"), (onion_services.GENERATION_SUFFIX_RE, "web.k2"),
     (onion_services.UNTIL_RE, "2027-01-31T12:00:00Z"),
     (haproxy._NAME, "web"), (haproxy._PATH, "/run/haproxy/web.sock"), (haproxy._GROUP, "debian-tor"),
     (haproxy._HOSTNAME, "app.example"), (haproxy._MODE, "0660"),
     (location.NAME_RE, "web"), (location.HOST_RE, "h1"), (location.SNIPPET_RE, "onion-location-web.conf"),
-    (location.VALUE_RE, "http://" + ADDRESS), (probe._ADDRESS, ADDRESS), (metrics._PORT, "10.0.0.5:9035"),
+    (metrics._PORT, "10.0.0.5:9035"),
     (torrc._OPTION_NAME_RE, "ContactInfo"),
 ]
 
@@ -28,6 +28,18 @@ PATTERNS = [
 def test_a_trailing_newline_is_refused(pattern, good):
     assert pattern.search(good)
     assert not pattern.search(good + "\n") and not pattern.search(good + "\r\n")
+
+
+def test_an_address_is_checked_in_one_place_with_its_checksum():
+    """Issue 41: the filters that read an address (onionprobe_endpoints, onion_location_snippets) use
+    onion.is_address, which checks the checksum and the version, and refuses a trailing newline."""
+    assert onion.is_address(ADDRESS) and probe._address(ADDRESS[:-6]) == ADDRESS
+    for bad in (ADDRESS + "\n", ADDRESS[:-6], "a" * 56 + ".onion", ADDRESS.upper(), None):
+        assert not onion.is_address(bad)
+    assert probe._address("a" * 56) is None
+    assert location._header("web", {"onion_address": ADDRESS, "onion_location": "http://x"}) == "http://" + ADDRESS
+    with pytest.raises(Exception, match="is not a v3 onion address"):
+        location._header("web", {"onion_address": "a" * 56 + ".onion", "onion_location": "http://x"})
 
 
 def test_an_onion_service_name_with_a_trailing_newline_is_refused():

@@ -21,7 +21,7 @@ import yaml
 from harness.ansible_template import render
 from ansible_collections.onionlab.tor.plugins.filter.onion_haproxy_plan import onion_haproxy_plan
 from ansible_collections.onionlab.tor.plugins.filter.onion_location_snippets import snippets
-from ansible_collections.onionlab.tor.plugins.module_utils._tor import torrc
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion, torrc
 
 REPO = Path(__file__).resolve().parents[3]
 ROLES = REPO / "roles"
@@ -420,7 +420,7 @@ def test_haproxy_service_values_refused(entry, said):
         onion_haproxy_plan([entry], HAPROXY_DEFAULTS, check_onion_services=False)
 
 
-ADDRESS = "a" * 56
+ADDRESS = onion.onion_address(b"\x01" * 32)   # a real v3 address: the filter checks its checksum
 SUMMARY = [{"service": "web", "host": "h1", "onion_address": ADDRESS + ".onion", "onion_location": "http://x"}]
 
 

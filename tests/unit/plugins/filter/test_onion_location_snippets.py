@@ -5,10 +5,10 @@
 import pytest
 
 from ansible_collections.onionlab.tor.plugins.filter.onion_location_snippets import AnsibleFilterError, snippets
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.onion import onion_address
 
-A = "a" * 56 + ".onion"
-B = "b" * 56 + ".onion"
-F = "f" * 56 + ".onion"
+# real v3 addresses (checksum and version right): the filter checks them with onion.is_address
+A, B, F = (onion_address(bytes([n]) * 32) + ".onion" for n in (1, 2, 3))
 DIR = "/etc/nginx/snippets"
 WEB = DIR + "/onion-location-web.conf"
 
@@ -87,6 +87,7 @@ def test_stale_entry_warns():
     ([{"service": "web"}], [_entry(location=None)], {}, "has no port 80 or 443"),
     ([{"service": "web"}], [dict(_entry(), onion_location=None, onion_address=None)], {}, "no onion address"),
     ([{"service": "web"}], [_entry("x.onion; return 301 http://evil")], {}, "is not a v3 onion address"),
+    ([{"service": "web"}], [_entry("a" * 56 + ".onion")], {}, "is not a v3 onion address"),   # a wrong checksum
     ([{"service": "web", "state": "gone"}], [_entry()], {}, "state must be present or absent"),
     ([{"service": "web"}], {"not": "a list"}, {}, "summary file is not a list"),
 ])
