@@ -10,8 +10,8 @@ of its own with 6 relays, over ssh:
   on a network this small; the test first waits until the host's consensus has 3 Fast and Stable relays): tor's
   GETCONF HSLayer2Nodes/HSLayer3Nodes become non-empty (polled with a deadline, each new reading printed), the
   service answers the private network's client, a second run and a check-mode run change nothing, a restart of tor
-  restarts the addon (PartOf), and once tor_onion_health says the HSDirs serve tor's new descriptor a client tor
-  started then (no descriptor, no circuits of before) fetches from the service;
+  restarts the addon (PartOf), and once the HSDirs the client asks serve tor's new descriptor (harness.reach: the
+  client asks them) a client tor started then (no descriptor, no circuits of before) fetches from the service;
 - mode lite: the addon stopped, its unit, configuration and package gone, and tor restarted: HSLayer2Nodes and
   HSLayer3Nodes empty again; a second lite run changes nothing; the network's client and a new client fetch from
   the service (after a mere reload they got SOCKS 0x04 for 180 s in 3 of 5 runs on a loaded machine);
@@ -180,29 +180,6 @@ def _wait_relays(bed, want=3, deadline=DEADLINE):
         time.sleep(1)
 
 
-def _wait_published(bed, tmp_path, address, what, deadline=DEADLINE):
-    """Poll the collection's own tor_onion_health on the host until it calls the service healthy (half of the HSDirs
-    clients ask serve the descriptor tor holds now): after a restart or a reload the HSDirs may serve one whose
-    introduction points are gone, and on this network the time period turns every 4 minutes (TestingTorNetwork: one
-    shared-random run of 24 votes 10 s apart), so a descriptor for the new period must be uploaded too. Each new
-    verdict is printed."""
-    host = bed.hosts[0]['name']
-    t0, seen = time.monotonic(), None
-    while True:
-        run = _play(bed, tmp_path, tasks=[{'name': 'health', 'onionlab.tor.tor_onion_health': {
-            'addresses': [address], 'fetch_timeout': 20}}])
-        assert run.rc == 0, run.output
-        service = run.task('health', host=host)['result']['services'][0]
-        verdict = '%s %s' % (service['state'], '; '.join(service.get('reasons') or []))
-        if verdict != seen:
-            _say('%s: %.1fs: tor_onion_health: %s' % (what, time.monotonic() - t0, verdict))
-            seen = verdict
-        if service['state'] == 'healthy':
-            return time.monotonic() - t0
-        assert time.monotonic() - t0 < deadline, 'not published %.0fs after %s: %s' % (deadline, what, verdict)
-        time.sleep(2)
-
-
 def _fetch(bed, net, address, fresh=None):
     """The private network's client, or a client tor named `fresh` started now (no descriptor, no circuits of
     before), fetches http://address/hostname once the HSDirs it asks serve the host tor's descriptor (harness.reach:
@@ -292,7 +269,6 @@ def test_full_then_lite(bed, net, tmp_path):
     _say('tor restarted (systemctl restart tor): addon MainPID %s -> %s in %.1fs (seen: %s)'
          % (pid1.strip(), out.split()[0], time.monotonic() - t0, seen))
     _wait_layers(bed, True)
-    _wait_published(bed, tmp_path, address, 'full, tor restarted')
     body, seconds = _fetch(bed, net, address, fresh='freshfull')
     _say('full, tor restarted: a fresh client fetched it -> %r %.1fs after the gate'
          % (body.strip(), seconds))
@@ -312,7 +288,6 @@ def test_full_then_lite(bed, net, tmp_path):
     assert lite_again.rc == 0 and lite_again.stats[host]['changed'] == 0, (_changed(lite_again, host),
                                                                            lite_again.output)
     # a client tor started now (no descriptor, no circuits of before), once the HSDirs serve tor's descriptor
-    _wait_published(bed, tmp_path, address, 'lite')
     body, seconds = _fetch(bed, net, address)
     _say('lite: the private network\'s client fetched it -> %r %.1fs after the gate'
          % (body.strip(), seconds))
