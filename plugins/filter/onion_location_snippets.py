@@ -104,7 +104,6 @@ def _fail(msg):
     raise AnsibleFilterError("onion_location: " + msg)
 
 
-
 def _content(service, host, header, note):
     lines = ["%s service=%s host=%s" % (MARKER, service, host),
              "# Written by the onionlab.tor.onion_location role (edits are lost); your server block includes it."]

@@ -100,7 +100,6 @@ def _read(path):
     return text if onion.is_address(text) else None
 
 
-
 def _address(value):
     value = str(value or "").strip()
     if value and not value.endswith(".onion"):

@@ -35,7 +35,8 @@ Marks: rst comments right before a block (blank lines aside), not rendered, prin
 
 What a block is (``kind``), decided from its YAML alone, and what is run (``playbook_text()``):
 
-* ``play``: a list of mappings that all have ``hosts``: run as printed.
+* ``play``: a list of mappings that all have ``hosts`` (or are an ``import_playbook``, e.g. of a playbook
+  of the collection): run as printed.
 * ``tasks``: a list of mappings without ``hosts``: the printed text, indented, becomes the
   ``tasks:`` of one play ``{hosts: all, gather_facts: false, become: true}`` (a task shown
   alone runs in the reader's play; every play of the guides runs as root).
@@ -76,6 +77,7 @@ _FRAGMENT = re.compile(r"^fragment of ((?:host_vars|group_vars)/[\w./-]+\.ya?ml)
 _TORRC = re.compile(r"^torrc lines$")
 _YAML_SKIP = re.compile(r"^\s*# onionlab-doc-test: skip \((.+)\)\s*$")
 _FILE_HEADER = re.compile(r"^#\s*((?:host_vars|group_vars)/[\w./-]+\.ya?ml)\b")
+_IMPORT_PLAYBOOK = {"import_playbook", "ansible.builtin.import_playbook"}   # a play too (the collection's playbooks)
 _WRAP = "- hosts: all\n  gather_facts: false\n  become: true\n"
 
 
@@ -144,7 +146,7 @@ class Block(object):
         except yaml.YAMLError as exc:
             return "other", None, "not YAML: %s" % exc
         if isinstance(data, list) and data and all(isinstance(x, dict) for x in data):
-            if all("hosts" in x for x in data):
+            if all("hosts" in x or _IMPORT_PLAYBOOK & set(x) for x in data):
                 return "play", None, None
             if not any("hosts" in x for x in data) and all(_looks_like_task(x) for x in data):
                 return "tasks", None, None

@@ -5,7 +5,8 @@ from the tor it has installed (its files, its control fields and maintainer scri
 another version, in a flat apt repository on the host that apt knows after ``apt-get update`` of that source
 alone (offline: a ``file:`` source). apt installs them and the package's own scripts restart tor, as with
 Debian's. A *bad* build is the same tor whose packaged service defaults (``tor-service-defaults-torrc``) hold an
-option tor refuses: it installs, and its tor never starts on the host's torrc.
+option tor refuses (it installs, and its tor never starts on the host's torrc), or a line that makes it start and
+never publish (``SILENT``).
 
 Standard library only; ``repo_script(builds)`` is a shell command for the host (run as root)."""
 
@@ -63,7 +64,7 @@ for version, bad in BUILDS:
             out.write('\n'.join(conffiles) + '\n')
     if bad:
         with open(root + '/usr/share/tor/tor-service-defaults-torrc', 'a') as out:
-            out.write('\n' + BAD_OPTION + '\n')
+            out.write('\n' + (BAD_OPTION if bad is True else bad) + '\n')
     sh('dpkg-deb', '--root-owner-group', '-Zgzip', '--build', root, os.path.join(REPO, 'tor_%s.deb' % version))
     shutil.rmtree(root)
 stanzas = []
@@ -79,10 +80,17 @@ print(sh('apt-cache', 'policy', pkg))
 EOF"""
 
 
+# A bad build that installs and starts, and whose tor never publishes a descriptor: the kind of fault a
+# --verify-config cannot see (issue 39's gate catches it: no fresh client gets an answer)
+SILENT = "PublishHidServDescriptors 0"
+
+
 def repo_script(builds):
     """The host command that makes the repository: builds is [(version, bad)], each a .deb of the installed tor
-    at that version (bad: its service defaults refuse to start tor). Prints `apt-cache policy tor` after."""
-    return _SCRIPT.replace("@ARGS@", repr((REPO, SOURCE, BAD_OPTION, [(str(v), bool(b)) for v, b in builds])))
+    at that version; bad: False, True (its service defaults hold an option tor refuses: it never starts) or a torrc
+    line its service defaults end with (SILENT: it starts and never publishes). Prints `apt-cache policy tor`."""
+    return _SCRIPT.replace("@ARGS@", repr((REPO, SOURCE, BAD_OPTION, [
+        (str(v), b if isinstance(b, str) else bool(b)) for v, b in builds])))
 
 
 REMOVE = "rm -rf %s %s" % (REPO, SOURCE)

@@ -134,7 +134,7 @@ if os.environ.get("ONIONLAB_DOCS_GUIDES"):  # e.g. guide_key_backup,examples/acc
 GUIDE_SECONDS = {"guide_onionbalance": 357, "guide_onion_location": 300, "guide_onion_service_hosts": 184,
                  "guide_metrics": 168, "guide_client_rotation": 165, "guide_key_backup": 155,
                  "guide_circuit_limits": 106, "guide_client_auth": 77, "guide_accounting": 73, "guide_dos": 63,
-                 "examples/accounting_alert": 53, "guide_watchdog": 50, "examples/consensus_check": 49,
+                 "examples/accounting_alert": 53, "guide_watchdog": 50, "examples/consensus_check": 49, "guide_upgrades": 38,
                  "guide_vanguards": 45, "guide_consensus": 36, "guide_awx": 0}
 
 
