@@ -165,10 +165,8 @@ def _tor_side(where, entry, target, onion_services, onion_service_defaults, max_
     return options
 
 
-def onion_haproxy_plan(services, defaults, onion_services=None, onion_service_defaults=None,
-                       check_onion_services=True):
-    if not isinstance(services, list):
-        _fail("onion_haproxy_services must be a list of services, got %s" % type(services).__name__)
+def _base_limits(defaults):
+    """The role-wide limits (onion_haproxy_*), checked."""
     base = {}
     for key in LIMITS:
         if key == "limit_action":
@@ -177,69 +175,133 @@ def onion_haproxy_plan(services, defaults, onion_services=None, onion_service_de
     base["limit_action"] = (defaults or {}).get("limit_action")
     if base["limit_action"] not in ACTIONS:
         _fail("onion_haproxy_limit_action must be deny (HTTP 429) or close, got %r" % (base["limit_action"],))
+    return base
+
+
+def _limits(where, entry, base):
+    """One service's limits: its own, else the role-wide ones."""
+    out = {}
+    for key in LIMITS:
+        value = entry.get(key)
+        if value is None:
+            out[key] = base[key]
+        elif key == "limit_action":
+            if value not in ACTIONS:
+                _fail("%s: limit_action must be deny (HTTP 429) or close, got %r" % (where, value))
+            out[key] = value
+        else:
+            out[key] = _int(where, key, value, 1, _MAX[key])
+    return out
+
+
+def _socket_listener(where, entry, socket):
+    """(the plan's listen_* keys, the bind's identity, tor's target) of a unix socket frontend."""
+    if not isinstance(socket, str) or not _PATH.match(socket) or ".." in socket.split("/"):
+        _fail("%s: listen_socket must be an absolute path of letters, digits and ._@+-/, got %r" % (where, socket))
+    mode = str(entry.get("listen_socket_mode") or "0660")
+    if not _MODE.match(mode):
+        _fail("%s: listen_socket_mode must be an octal mode such as 0660, got %r" % (where, mode))
+    group = entry.get("listen_socket_group", "debian-tor")
+    if group and not (isinstance(group, str) and _GROUP.match(group)):
+        _fail("%s: listen_socket_group must be a group name, got %r" % (where, group))
+    listen = dict(listen_socket=socket, listen_socket_mode=mode, listen_socket_group=group or None,
+                  listen_port=None, listen_address=None, listen_bind="unix@" + socket)
+    target = {"address": "unix:" + socket, "port": None, "text": "unix:" + socket,
+              "port_text": "{port: PORT, target_address: 'unix:%s'}" % socket}
+    return listen, socket, target
+
+
+def _tcp_listener(where, entry, port):
+    """(the plan's listen_* keys, the bind's identity, tor's target) of a TCP frontend on a loopback address."""
+    port = _int(where, "listen_port", port, 1, 65535)
+    address = entry.get("listen_address") or "127.0.0.1"
+    try:
+        # no IPv6 zone: Python's ipaddress takes any text after the %, blanks and line breaks too
+        ip = ipaddress.ip_address(str(address)) if "%" not in str(address) else None
+    except ValueError:
+        ip = None
+    if ip is None or not ip.is_loopback:
+        _fail("%s: listen_address must be a loopback address without an IPv6 zone (tor on this host is "
+              "HAProxy's only client), got %r" % (where, address))
+    bind = "[%s]" % ip if ip.version == 6 else str(ip)
+    listen = dict(listen_socket=None, listen_socket_mode=None, listen_socket_group=None, listen_port=port,
+                  listen_address=str(ip), listen_bind="%s:%d" % (bind, port))
+    target = {"address": str(ip), "port": port, "text": "%s:%d" % (bind, port),
+              "port_text": "{port: PORT, target_port: %d%s}" % (
+                  port, "" if str(ip) == "127.0.0.1" else ", target_address: '%s'" % ip)}
+    return listen, "%s:%d" % (ip, port), target
+
+
+def _tor_plan(where, out, target, onion_services, onion_service_defaults, check_onion_services):
+    """What tor's side of the service should say (export_circuit_id, max_streams) and, when the onion_services
+    entry is checked, what it says now."""
+    tor = {"export_circuit_id": "haproxy", "max_streams": min(65535, 2 * out["max_connections"]),
+           "max_streams_close_circuit": True, "target": target["text"], "checked": False}
+    if not (out["onion_service"] and check_onion_services):
+        return tor
+    options = _tor_side(where, out, target, onion_services, onion_service_defaults, out["max_connections"])
+    has = ("export_circuit_id", "max_streams", "max_streams_close_circuit")
+    tor.update(checked=True, has=dict((k, options.get(k)) for k in has))
+    has_max = options.get("max_streams") or 0
+    if not has_max:
+        tor["note"] = ("tor's max_streams is 0 (unlimited): no ceiling behind HAProxy's; suggested: "
+                       "max_streams: %d, max_streams_close_circuit: true" % tor["max_streams"])
+    elif int(has_max) < out["max_connections"]:
+        tor["note"] = ("tor's max_streams %s is below max_connections %d: tor refuses a circuit's streams "
+                       "before HAProxy's limit is reached; suggested: max_streams: %d" % (
+                           has_max, out["max_connections"], tor["max_streams"]))
+    else:
+        tor["note"] = "ok"
+    return tor
+
+
+def _summary(out, tor, target):
+    return {
+        "listen": out["listen_bind"], "backend": out["backend_server"],
+        "per circuit": "%d requests per %ds, %d connections open; beyond: %s" % (
+            out["rate_limit"], out["rate_period"], out["max_connections"],
+            "HTTP 429" if out["limit_action"] == "deny" else "the connection closed"),
+        "onion_services options": {"export_circuit_id": "haproxy", "max_streams": tor["max_streams"],
+                                   "max_streams_close_circuit": True},
+        "onion_services port target": target["port_text"],
+        "tor now": tor.get("note", "not checked (no onion_service named)" if not out["onion_service"]
+                           else "not checked (onion_haproxy_check_onion_services: false)")}
+
+
+def _entry_name(index, entry, names):
+    if not isinstance(entry, dict):
+        _fail("onion_haproxy_services[%d] must be a dict, got %r" % (index, entry))
+    name = entry.get("name")
+    where = "onion_haproxy_services[%d] (%s)" % (index, name)
+    unknown = sorted(str(k) for k in entry if k not in KEYS)
+    if unknown:
+        _fail("%s: unknown key %s (known: %s)" % (where, ", ".join(unknown), ", ".join(KEYS)))
+    if not isinstance(name, str) or not _NAME.match(name):
+        _fail("%s: name must be 1 to 32 letters, digits, _ or -" % where)
+    if name in names:
+        _fail("%s: two services are named %r" % (where, name))
+    names.add(name)
+    return name, where
+
+
+def onion_haproxy_plan(services, defaults, onion_services=None, onion_service_defaults=None,
+                       check_onion_services=True):
+    if not isinstance(services, list):
+        _fail("onion_haproxy_services must be a list of services, got %s" % type(services).__name__)
+    base = _base_limits(defaults)
     plan, names, binds = [], set(), {}
     for index, entry in enumerate(services):
-        if not isinstance(entry, dict):
-            _fail("onion_haproxy_services[%d] must be a dict, got %r" % (index, entry))
-        name = entry.get("name")
-        where = "onion_haproxy_services[%d] (%s)" % (index, name)
-        unknown = sorted(str(k) for k in entry if k not in KEYS)
-        if unknown:
-            _fail("%s: unknown key %s (known: %s)" % (where, ", ".join(unknown), ", ".join(KEYS)))
-        if not isinstance(name, str) or not _NAME.match(name):
-            _fail("%s: name must be 1 to 32 letters, digits, _ or -" % where)
-        if name in names:
-            _fail("%s: two services are named %r" % (where, name))
-        names.add(name)
+        name, where = _entry_name(index, entry, names)
         out = {"name": name, "onion_service": entry.get("onion_service") or None}
         if out["onion_service"] is not None and not isinstance(out["onion_service"], str):
             _fail("%s: onion_service must be the name of an onion_services entry" % where)
-        for key in LIMITS:
-            value = entry.get(key)
-            if value is None:
-                out[key] = base[key]
-            elif key == "limit_action":
-                if value not in ACTIONS:
-                    _fail("%s: limit_action must be deny (HTTP 429) or close, got %r" % (where, value))
-                out[key] = value
-            else:
-                out[key] = _int(where, key, value, 1, _MAX[key])
+        out.update(_limits(where, entry, base))
         port, socket = entry.get("listen_port"), entry.get("listen_socket")
         if (port is None) == (socket is None):
             _fail("%s: give one of listen_port (HAProxy on 127.0.0.1:PORT) and listen_socket (a unix socket)" % where)
-        if socket is not None:
-            if not isinstance(socket, str) or not _PATH.match(socket) or ".." in socket.split("/"):
-                _fail("%s: listen_socket must be an absolute path of letters, digits and ._@+-/, got %r" % (
-                    where, socket))
-            mode = str(entry.get("listen_socket_mode") or "0660")
-            if not _MODE.match(mode):
-                _fail("%s: listen_socket_mode must be an octal mode such as 0660, got %r" % (where, mode))
-            group = entry.get("listen_socket_group", "debian-tor")
-            if group and not (isinstance(group, str) and _GROUP.match(group)):
-                _fail("%s: listen_socket_group must be a group name, got %r" % (where, group))
-            key = socket
-            out.update(listen_socket=socket, listen_socket_mode=mode, listen_socket_group=group or None,
-                       listen_port=None, listen_address=None, listen_bind="unix@" + socket)
-            target = {"address": "unix:" + socket, "port": None, "text": "unix:" + socket,
-                      "port_text": "{port: PORT, target_address: 'unix:%s'}" % socket}
-        else:
-            port = _int(where, "listen_port", port, 1, 65535)
-            address = entry.get("listen_address") or "127.0.0.1"
-            try:
-                # no IPv6 zone: Python's ipaddress takes any text after the %, blanks and line breaks too
-                ip = ipaddress.ip_address(str(address)) if "%" not in str(address) else None
-            except ValueError:
-                ip = None
-            if ip is None or not ip.is_loopback:
-                _fail("%s: listen_address must be a loopback address without an IPv6 zone (tor on this host is "
-                      "HAProxy's only client), got %r" % (where, address))
-            bind = "[%s]" % ip if ip.version == 6 else str(ip)
-            key = "%s:%d" % (ip, port)
-            out.update(listen_socket=None, listen_socket_mode=None, listen_socket_group=None, listen_port=port,
-                       listen_address=str(ip), listen_bind="%s:%d" % (bind, port))
-            target = {"address": str(ip), "port": port, "text": "%s:%d" % (bind, port),
-                      "port_text": "{port: PORT, target_port: %d%s}" % (
-                          port, "" if str(ip) == "127.0.0.1" else ", target_address: '%s'" % ip)}
+        listen, key, target = (_socket_listener(where, entry, socket) if socket is not None
+                               else _tcp_listener(where, entry, port))
+        out.update(listen)
         if key in binds:
             _fail("%s: listens where %s does (%s)" % (where, binds[key], key))
         binds[key] = name
@@ -252,33 +314,8 @@ def onion_haproxy_plan(services, defaults, onion_services=None, onion_service_de
             _fail("%s: extra_frontend_lines must be a list of single HAProxy lines (no line break or other control "
                   "character, no #, no backslash at the end)" % where)
         out["extra_frontend_lines"] = [x.strip() for x in lines if x.strip()]
-        tor = {"export_circuit_id": "haproxy", "max_streams": min(65535, 2 * out["max_connections"]),
-               "max_streams_close_circuit": True, "target": target["text"], "checked": False}
-        if out["onion_service"] and check_onion_services:
-            options = _tor_side(where, out, target, onion_services, onion_service_defaults, out["max_connections"])
-            has = ("export_circuit_id", "max_streams", "max_streams_close_circuit")
-            tor.update(checked=True, has=dict((k, options.get(k)) for k in has))
-            has_max = options.get("max_streams") or 0
-            if not has_max:
-                tor["note"] = ("tor's max_streams is 0 (unlimited): no ceiling behind HAProxy's; suggested: "
-                               "max_streams: %d, max_streams_close_circuit: true" % tor["max_streams"])
-            elif int(has_max) < out["max_connections"]:
-                tor["note"] = ("tor's max_streams %s is below max_connections %d: tor refuses a circuit's streams "
-                               "before HAProxy's limit is reached; suggested: max_streams: %d" % (
-                                   has_max, out["max_connections"], tor["max_streams"]))
-            else:
-                tor["note"] = "ok"
-        out["tor"] = tor
-        out["summary"] = {
-            "listen": out["listen_bind"], "backend": out["backend_server"],
-            "per circuit": "%d requests per %ds, %d connections open; beyond: %s" % (
-                out["rate_limit"], out["rate_period"], out["max_connections"],
-                "HTTP 429" if out["limit_action"] == "deny" else "the connection closed"),
-            "onion_services options": {"export_circuit_id": "haproxy", "max_streams": tor["max_streams"],
-                                       "max_streams_close_circuit": True},
-            "onion_services port target": target["port_text"],
-            "tor now": tor.get("note", "not checked (no onion_service named)" if not out["onion_service"]
-                               else "not checked (onion_haproxy_check_onion_services: false)")}
+        out["tor"] = _tor_plan(where, out, target, onion_services, onion_service_defaults, check_onion_services)
+        out["summary"] = _summary(out, out["tor"], target)
         plan.append(out)
     return plan
 
