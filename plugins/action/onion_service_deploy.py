@@ -132,7 +132,8 @@ class ActionModule(ActionBase):
             run_id = str(self._task._uuid).rsplit("-", 1)[0]
             try:
                 summary.merge(args["summary_file"], host, run_id,
-                              summary.entries(host, present, addresses, previous) if ok else None)
+                              summary.entries(host, present, addresses, previous, result.get("tor_version"))
+                              if ok else None)
             except (OSError, ValueError) as exc:
                 if ok:
                     result.update(failed=True, msg="%s: the summary file %s could not be written for %s: %s"
@@ -239,7 +240,7 @@ class ActionModule(ActionBase):
                             % (ROLE, host, ", ".join(k["escrow"] for k in key_files)))
         return dict(
             changed=bool(out.get("changed")) or escrow.changed, ansible_facts=facts, denied=[],
-            restored=out.get("restored", []), pruned=out.get("orphans", []),
+            restored=out.get("restored", []), pruned=out.get("orphans", []), tor_version=out.get("tor_version"),
             client_key_files=[k["escrow"] for k in key_files],
             present=[dict([(k, g.get(k)) for k in SUMMARY_FIELDS] + [("clients", clients(g))]) for g in present],
             **dict((k, v) for k, v in (("diff", out.get("diff")), ("warnings", warnings)) if v))

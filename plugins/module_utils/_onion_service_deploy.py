@@ -246,6 +246,8 @@ def _deploy(p, entries, manager_for, manager, check_mode, diff):
         if step.get("keys") is not None:
             result["services"] = out["services"]
     result["warnings"] = list(manager.warnings)
+    # the running tor's own version (GETINFO version), for the summary file (issue 39)
+    result["tor_version"] = (manager.facts.version or "").split(" ")[0] or None
     if check_mode:
         return result
     removed = set([a for a, _purge in absent] + orphans)

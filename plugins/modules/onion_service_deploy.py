@@ -166,6 +166,11 @@ present:
   returned: success
   type: list
   elements: dict
+tor_version:
+  description: The version of the tor that runs the services (C(GETINFO version)), for the role's summary file.
+  returned: success
+  type: str
+  sample: 0.4.9.11
 restored:
   description: The service directories whose key came back from the controller's escrow.
   returned: success

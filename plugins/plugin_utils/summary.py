@@ -39,9 +39,10 @@ HEADER = """\
 """
 
 
-def entries(host, present, addresses, previous):
+def entries(host, present, addresses, previous, tor_version=None):
     """The summary entries of one host: its current key generations, from the action's `present` and the
-    service -> address facts (current and previous generation)."""
+    service -> address facts (current and previous generation); tor_version: the version of the tor that runs them
+    (GETINFO version, issue 39: which tor serves which address, across a fleet's upgrade)."""
     out = []
     for svc in sorted((g for g in present if g.get("generation") == "current"), key=lambda g: g["service"]):
         address = addresses.get(svc["service"])
@@ -56,6 +57,8 @@ def entries(host, present, addresses, previous):
                                    else ("https://" + shown) if address and 443 in ports else None)
         if svc.get("clients"):   # client authorization: the names of the clients (probe: the health check's own)
             entry["clients"] = list(svc["clients"])
+        if tor_version:
+            entry["tor_version"] = tor_version
         if svc.get("key", 1) != 1:
             entry["key"] = svc["key"]
         if previous.get(svc["service"]):

@@ -74,6 +74,21 @@ def privnet():
     yield from running_privnet()
 
 
+def running_bed(n, name_prefix, privnet=None, **options):
+    """Bed hosts for a fixture to ``yield from``: skipped without root, their Debian packages ensured, joined to
+    privnet when one is given, and stopped (by PID) afterwards. options go to HostBed (stock, apt_packages, ...)."""
+    if os.geteuid() != 0:
+        pytest.skip('the bed needs root (systemd-nspawn)')
+    _hosts.ensure_packages()
+    bed = _hosts.HostBed(n=n, name_prefix=name_prefix,
+                         privnet_join_lines=privnet.join_torrc_lines() if privnet is not None else None, **options)
+    bed.up()
+    try:
+        yield bed
+    finally:
+        bed.down()
+
+
 @pytest.fixture(scope='session')
 def hostbed(privnet):
     if os.geteuid() != 0:

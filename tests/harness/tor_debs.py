@@ -62,7 +62,10 @@ for version, bad in BUILDS:
     if conffiles:
         with open(os.path.join(debian, 'conffiles'), 'w') as out:
             out.write('\n'.join(conffiles) + '\n')
-    if bad:
+    if bad is not False and str(bad).startswith('[Service] '):
+        with open(root + '/lib/systemd/system/tor@default.service', 'a') as out:
+            out.write('\n[Service]\n' + bad[len('[Service] '):] + '\n')
+    elif bad:
         with open(root + '/usr/share/tor/tor-service-defaults-torrc', 'a') as out:
             out.write('\n' + (BAD_OPTION if bad is True else bad) + '\n')
     sh('dpkg-deb', '--root-owner-group', '-Zgzip', '--build', root, os.path.join(REPO, 'tor_%s.deb' % version))
@@ -83,12 +86,16 @@ EOF"""
 # A bad build that installs and starts, and whose tor never publishes a descriptor: the kind of fault a
 # --verify-config cannot see (issue 39's gate catches it: no fresh client gets an answer)
 SILENT = "PublishHidServDescriptors 0"
+# A bad build that passes the gate and fails a minute later: its packaged unit has systemd stop tor after 60 s of
+# running (and start it again: Restart=on-failure), as a crash would; a soak sees tor's PID change
+CRASHES = "[Service] RuntimeMaxSec=60"
 
 
 def repo_script(builds):
     """The host command that makes the repository: builds is [(version, bad)], each a .deb of the installed tor
-    at that version; bad: False, True (its service defaults hold an option tor refuses: it never starts) or a torrc
-    line its service defaults end with (SILENT: it starts and never publishes). Prints `apt-cache policy tor`."""
+    at that version; bad: False, True (its service defaults hold an option tor refuses: it never starts), a torrc
+    line its service defaults end with (SILENT: it starts and never publishes) or '[Service] ' and a line its
+    tor@default.service ends with (CRASHES: stopped after a minute). Prints `apt-cache policy tor`."""
     return _SCRIPT.replace("@ARGS@", repr((REPO, SOURCE, BAD_OPTION, [
         (str(v), b if isinstance(b, str) else bool(b)) for v, b in builds])))
 

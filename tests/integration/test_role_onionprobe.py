@@ -16,12 +16,11 @@ import json
 
 import yaml
 
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.onion import onion_address
 from harness.ansible_run import run_playbook
 
-A1 = 'a' * 55 + 'd.onion'
-A2 = 'b' * 55 + 'd.onion'
-A3 = 'c' * 55 + 'd.onion'
-FRONT = 'f' * 55 + 'd.onion'
+# real v3 addresses: the role's filter checks each with its checksum (onion.is_address)
+A1, A2, A3, FRONT = (onion_address(bytes([n]) * 32) + '.onion' for n in (1, 2, 3, 4))
 ROLE_VARS = {'onionprobe_install': False, 'onionprobe_manage_service': False}
 
 

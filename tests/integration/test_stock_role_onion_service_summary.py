@@ -8,6 +8,7 @@ and no key."""
 
 import json
 import os
+import re
 
 import yaml
 
@@ -60,6 +61,7 @@ def test_failed_host_keeps_its_summary_entries_over_ssh_with_become(stockbed, tm
         address = entries[0]["onion_address"]
         print([(e["host"], e["service"], e["onion_address"], e.get("refreshed")) for e in entries])
         assert [(e["host"], e["service"]) for e in entries] == [("web1", "web"), ("web2", "web")]
+        assert all(re.match(r"^0\.4\.\d+\.\d+", e["tor_version"]) for e in entries), entries   # GETINFO version
 
         failed = run_playbook(book, tmp_path, extra_args=["-i", str(misspelt), "-f", "1"], extra_env=env)
         assert failed.rc != 0 and "onion_service_prots" in failed.output, failed.output

@@ -15,16 +15,14 @@ bed host (systemd-nspawn, Debian's tor and unit, joined to the private network),
   names; with false, none.
 WatchdogSec here is 10 s (pings every 5 s) so that the test is short; the role's default is 120 s."""
 
-import os
 import re
 import subprocess
 import time
 
 import pytest
 
-from harness import hosts as hb
 from harness.ansible_run import run_playbook
-from harness.fixtures import _say
+from harness.fixtures import _say, running_bed
 from harness.reach import bed_tor
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
@@ -39,15 +37,7 @@ WATCHDOG = 10
 
 @pytest.fixture(scope="module")
 def bed(privnet):
-    if os.geteuid() != 0:
-        pytest.skip("the bed needs root (systemd-nspawn)")
-    hb.ensure_packages()
-    b = hb.HostBed(n=1, name_prefix="wdog", privnet_join_lines=privnet.join_torrc_lines())
-    b.up()
-    try:
-        yield b
-    finally:
-        b.down()
+    yield from running_bed(1, "wdog", privnet)
 
 
 def ssh(bed, script):

@@ -219,12 +219,11 @@ def test_beds_lines_run_in_the_lane_they_name(tmp_path, lane, want):
 
 
 def test_every_bed_file_exists_and_names_a_lane():
-    """Each line of the real tests/ci/beds.txt: an existing test file, then nothing, 'beds', 'checks' or 'waits',
-    and each lane's step exists and names that lane."""
+    """Each line of the real tests/ci/beds.txt: an existing test file, then nothing, 'beds' or 'checks', and each
+    lane's step exists and names that lane."""
     lines = [line.split() for line in (REPO / "tests" / "ci" / "beds.txt").read_text().splitlines()
              if line.strip() and not line.startswith("#")]
-    assert lines and all((REPO / words[0]).is_file() and words[1:] in ([], ["beds"], ["checks"], ["waits"])
-                            for words in lines)
-    for step, lane in (("15-beds", "beds"), ("13-beds-checks", "checks"), ("17-beds-waits", "waits")):
+    assert lines and all((REPO / words[0]).is_file() and words[1:] in ([], ["beds"], ["checks"]) for words in lines)
+    for step, lane in (("15-beds", "beds"), ("13-beds-checks", "checks")):
         text = (REPO / "tests" / "ci" / (step + ".sh")).read_text()
         assert "# lane: %s\n" % lane in text and 'beds.sh" %s "$@"' % lane in text, step

@@ -73,3 +73,11 @@ def test_clients_listed_by_name_with_the_probe():
     assert private["clients"] == ["laptop", "phone", "probe"]
     assert "clients" not in public
     assert sorted(private) == ["clients", "host", "onion_address", "onion_location", "ports", "service"]
+
+
+def test_the_running_tors_version_is_said_per_entry():
+    """Issue 39: which tor serves which address (GETINFO version of the host's tor), across a fleet's upgrade."""
+    [entry] = summary.entries("host1", present("web"), {"web": A}, {}, tor_version="0.4.9.11")
+    assert entry["tor_version"] == "0.4.9.11"
+    [entry] = summary.entries("host1", present("web"), {"web": A}, {})
+    assert "tor_version" not in entry
