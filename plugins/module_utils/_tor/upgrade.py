@@ -30,22 +30,29 @@ class UpgradeFailed(Exception):
 
 def gate(verdict):
     """(passed, {address: reached}, reasons): passed when tor answered, it runs at least one service (none: nothing
-    to gate on, passed) and every service's reach layer got an answer and its verdict is healthy. verdict: the
-    health check's result (onion_health.check), or a str when tor could not be asked."""
+    to gate on, passed) and every service's reach layer got an answer: a fresh client through the host's own tor,
+    which fetched the descriptor from the HSDirs anew and was introduced, the way every client comes. The other
+    layers are evidence in the reasons, not the gate: a descriptor check can fail while clients get through (seen:
+    every HSDir's answer 'failed' to the check's HSFETCH while a fresh client was answered), and a host held back or
+    rolled back on that would be a false alarm. verdict: the health check's result (onion_health.check), or a str
+    when tor could not be asked."""
     if isinstance(verdict, str):
         return False, {}, [verdict]
     reached, reasons = {}, []
     for service in verdict.get("services", []):
         reach = (service.get("layers") or {}).get("reach") or {}
-        ok = service.get("state") == "healthy" and reach.get("ok") is True
+        ok = reach.get("ok") is True
         reached[service["address"]] = ok
-        if not ok:
-            if service.get("state") == "healthy" and reach.get("ok") is None:
-                why = "reach not checked (%s): the gate needs a SocksPort of this tor on 127.0.0.1" % (
-                    reach.get("evidence") or "no reach layer")
-            else:
-                why = "; ".join(service.get("reasons") or [service.get("state") or "no verdict"])
-            reasons.append("%s: %s" % (service["address"], why))
+        if ok:
+            continue
+        if service.get("state") == "pending":
+            why = "pending: %s" % "; ".join(service.get("reasons") or [])
+        elif reach.get("ok") is None:
+            why = "reach not checked (%s): the gate needs a SocksPort of this tor on 127.0.0.1" % (
+                reach.get("evidence") or "no reach layer")
+        else:
+            why = "; ".join(service.get("reasons") or [reach.get("evidence") or "no answer"])
+        reasons.append("%s: %s" % (service["address"], why))
     return not reasons, reached, reasons
 
 
