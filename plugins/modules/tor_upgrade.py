@@ -137,6 +137,10 @@ now:
   description: The package version installed when the run ended.
   returned: always
   type: str
+would_upgrade:
+  description: In check mode, the host would be upgraded (RV(summary) says from which version to which).
+  returned: in check mode, when an upgrade is due
+  type: bool
 held_back:
   description: The host was left as it was because tor is not installed or a service was not reachable before.
   returned: always

@@ -8,6 +8,7 @@ client can). Throughout, a prober fetches every service through the private netw
 attempt on circuits of its own, and the longest time each service gave no answer is printed and bounded.
 ONIONLAB_LONG=1: 4 hosts, a 1-minute soak and phase 4; CI: 2 hosts (the canary and one batch), a 30 s soak.
 
+0. Check mode says, for every host, the upgrade it would make, and changes nothing.
 1. A good upgrade of the hosts (canary with a short soak, then batches of 25 %): each host ends on the new version,
    pinned (apt's candidate stays it although a newer build is in the sources, and `apt-get upgrade` keeps it),
    every service answers; the summary names before, now and how long each service was unreachable as the host's
@@ -75,13 +76,13 @@ def state(bed):
     return dict((name, tuple(text.split())) for name, text in out.items())
 
 
-def upgrade(bed, tmp_path, version, **extra):
+def upgrade(bed, tmp_path, version, check=False, **extra):
     extra_vars = ["-e", "tor_version=%s" % version, "-e", "tor_upgrade_gate_timeout=%d" % GATE,
                   "-e", "tor_upgrade_hosts=testbed"]
     for key, value in extra.items():
         extra_vars += ["-e", "%s=%s" % (key, value)]
     t0 = time.monotonic()
-    run = run_playbook("- import_playbook: onionlab.tor.upgrade\n", tmp_path, timeout=1200,
+    run = run_playbook("- import_playbook: onionlab.tor.upgrade\n", tmp_path, timeout=1200, check=check,
                        extra_args=["-i", bed.inventory_path] + extra_vars)
     run.seconds = time.monotonic() - t0
     return run
@@ -177,6 +178,18 @@ def test_rolling_upgrade_gate_and_rollback(bed, privnet, tmp_path):
             reach.fetch(next(a for a, n in services.items() if n == h["name"]), path="/hostname", deadline=120,
                         since=None)
 
+    # 0. check mode: what would be upgraded where, nothing changed
+    before = state(bed)
+    checked = upgrade(bed, tmp_path, new, check=True)
+    assert checked.rc == 0, checked.output
+    said = summaries(checked)
+    _say("check mode in %.0f s: %s" % (checked.seconds, said))
+    assert len(said) == len(names) and all(line == "tor %s -> %s (check mode: would be upgraded)" % (original, new)
+                                           for line in said), said
+    for name in names:
+        result = checked.task("Upgrade tor, gated on every onion service reached by a fresh client", host=name)["result"]
+        assert result["changed"] and result["msg"].startswith("would upgrade tor %s to %s" % (original, new)), result
+    assert state(bed) == before
     # 1. a good upgrade: the canary (first host) soaks one minute, then batches of 25 %
     with Prober(privnet.client, services) as prober:
         good = upgrade(bed, tmp_path, new, tor_upgrade_soak_minutes=SOAK[0], tor_upgrade_soak_interval=SOAK[1])

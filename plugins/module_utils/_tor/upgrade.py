@@ -99,7 +99,7 @@ class Upgrade(object):
                 return self.done("tor %s is installed and runs; its apt pin written" % before)
             return self.done("tor %s is installed and runs: nothing to do" % before)
         if self.check_mode:
-            self.result["changed"] = True
+            self.result["changed"] = self.result["would_upgrade"] = True
             return self.done("would upgrade tor %s to %s (gate: every service reached within %.0f s%s)" % (
                 before, self.version, self.gate_timeout, ", then a soak of %.0f s" % self.soak if self.soak else ""))
         passed, reached, reasons = gate(self.ops.verdict())
@@ -229,6 +229,8 @@ def summary(result, host=None):
                                               else "until the end of the gate",
                                               ", back after rollback in %.1f s" % back if back is not None else ""))
     state = ("held back" if result.get("held_back") else "rolled back" if result.get("rolled_back")
+             else "check mode: would be upgraded" if result.get("would_upgrade")
              else "changed" if result.get("changed") else "unchanged")
-    return "%stor %s -> %s (%s)%s" % (host + ": " if host else "", result.get("before"), result.get("now"), state,
+    now = result.get("version") if result.get("would_upgrade") else result.get("now")
+    return "%stor %s -> %s (%s)%s" % (host + ": " if host else "", result.get("before"), now, state,
                                       "; " + "; ".join(parts) if parts else "")

@@ -162,6 +162,7 @@ def test_check_mode_says_and_touches_nothing():
     result = run(host, clock, check_mode=True, soak=600)
     assert result["changed"] and host.calls == [] and host.version == "1.0"
     assert result["msg"] == "would upgrade tor 1.0 to 2.0 (gate: every service reached within 60 s, then a soak of 600 s)"
+    assert upgrade.summary(result) == "tor 1.0 -> 2.0 (check mode: would be upgraded)"
 
 
 def test_unhealthy_host_is_held_back_not_upgraded():
