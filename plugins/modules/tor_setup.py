@@ -239,6 +239,7 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native, to_text
 
+from ansible_collections.onionlab.tor.plugins.module_utils._host import command_runner
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import systemd_watchdog
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import tor_version
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import torrc as guard
@@ -478,20 +479,10 @@ def watchdog(module, result, family):
     result['changed'] = result['changed'] or changed
 
 
-def _run(module):
-    """run(argv, cwd=None) -> (rc, out, err) for tor_version, with the host's PATH."""
-    def run(argv, cwd=None):
-        exe = module.get_bin_path(argv[0]) if not argv[0].startswith('/') else argv[0]
-        if not exe:
-            return 127, '', 'No such file or directory: %s' % argv[0]
-        return module.run_command([exe] + list(argv[1:]), cwd=cwd)
-    return run
-
-
 def versions(module, result, family):
     """tor's versions (the result's versions) and, on Debian, the apt pin of package_version (written, or removed
     when no exact version is asked for)."""
-    p, run = module.params, _run(module)
+    p, run = module.params, command_runner(module)
     installed = tor_version.installed_version(run, family, p['package_name'])
     pin = None
     if family == 'Debian':
@@ -543,7 +534,7 @@ def verify_package(module, result):
         torrc = os.path.join(scratch, 'torrc')
         with open(torrc, 'wb') as f:
             f.write(to_bytes(p['torrc']))
-        said, missing = tor_version.verify_with_package(_run(module), p['verify_package_version'], torrc, scratch,
+        said, missing = tor_version.verify_with_package(command_runner(module), p['verify_package_version'], torrc, scratch,
                                                         p['package_name'])
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -189,6 +189,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.onionlab.tor.plugins.module_utils._common import (
     MODULE_ERRORS, connect_module, control_argument_spec, error_message)
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion_health
+from ansible_collections.onionlab.tor.plugins.module_utils._host import command_runner
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import systemd_watchdog
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import tor_version
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import upgrade
@@ -205,12 +206,8 @@ class HostOps(object):
         self.module, self.p = module, module.params
         self.unit = systemd_watchdog.unit("Debian", self.p["service_name"])
         self.kept = None
+        self.run = command_runner(module)
 
-    def run(self, argv, cwd=None, env=None):
-        exe = self.module.get_bin_path(argv[0]) if not argv[0].startswith("/") else argv[0]
-        if not exe:
-            return 127, "", "No such file or directory: %s" % argv[0]
-        return self.module.run_command([exe] + list(argv[1:]), cwd=cwd, environ_update=env or {})
 
     def installed(self):
         return tor_version.installed_version(self.run, "Debian", self.p["package_name"])
@@ -252,13 +249,11 @@ class HostOps(object):
                           "download` failed (is that version still in the host's apt sources?): %s"
                           % (self.p["package_name"], installed, said))
         files = self._keep_config(os.path.join(here, "config"))
-        pin = None
-        if os.path.isfile(tor_version.PIN_FILE):
-            with open(tor_version.PIN_FILE) as f:
-                pin = f.read()
-        with open(os.path.join(here, "kept.json"), "w") as f:
-            json.dump({"version": installed, "package": package, "files": files, "pin": pin,
-                       "config_dir": self.p["config_dir"]}, f)
+        pin = self._current_pin()
+        # the record of the way back, for an operator who goes back by hand (guide_upgrades: "By hand")
+        record = {"version": installed, "package": package, "files": files, "pin": pin,
+                  "config_dir": self.p["config_dir"]}
+        self._write(os.path.join(here, "kept.json"), json.dumps(record, indent=1, sort_keys=True).encode(), 0o600, 0, 0)
         self.kept = {"dir": here, "package": package, "files": files, "pin": pin}
         return {"dir": here, "package": package, "files": sorted(files)}, None
 
@@ -314,14 +309,18 @@ class HostOps(object):
                 os.unlink(tor_version.PIN_FILE)
                 return True
             return False
-        current = None
-        if os.path.isfile(tor_version.PIN_FILE):
-            with open(tor_version.PIN_FILE) as f:
-                current = f.read()
-        if current != text:
+        if self._current_pin() != text:
             self._write(tor_version.PIN_FILE, text.encode(), 0o644, 0, 0)
             return True
         return False
+
+    @staticmethod
+    def _current_pin():
+        """The apt pin's text as it is now (None: no pin file)."""
+        if not os.path.isfile(tor_version.PIN_FILE):
+            return None
+        with open(tor_version.PIN_FILE) as f:
+            return f.read()
 
     def _write(self, path, data, mode, uid, gid):
         """data to path through a temporary file beside it, renamed over it (a link at path is replaced, not

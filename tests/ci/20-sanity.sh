@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# lane: idle
 # ansible-test sanity for the collection, with three ansible-cores of the declared range
 # (meta/runtime.yml: >=2.17.0), every sanity test each:
 #   - newest: the ansible-core of .venv (requirements-dev.txt; 2.19.x is the newest for Python 3.11),
@@ -78,7 +79,7 @@ for version in SUPPORTED_PYTHON_VERSIONS:
     for path in candidates:
         try:
             real = subprocess.run([path, '-c', 'import sys; print(sys.executable)'], capture_output=True,
-                                  text=True, timeout=20, check=True).stdout.strip()
+                                  text=True, timeout=120, check=True).stdout.strip()  # nice 19 (the idle lane)
         except Exception:
             continue
         if real:

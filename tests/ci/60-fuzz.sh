@@ -4,6 +4,9 @@
 # .build/fuzz/<target>/ so that later runs start from what earlier ones found; a crash (any exception
 # but the documented ones, or an input running over 10 s) fails the step and leaves its input in
 # .build/fuzz/crash-*. Long runs: see tests/fuzz/README.md.
+# lane: pytest
+# (after 10-pytest: pure CPU for a fixed time, it evens the lanes' ends; in the checks lane it ran alone at the end
+# of the run, one core idle, for a minute: docs/maintaining.md, Lanes)
 set -euo pipefail
 cd "$ONIONLAB_ROOT"
 seconds="${ONIONLAB_FUZZ_SECONDS:-20}"

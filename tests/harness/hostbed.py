@@ -440,6 +440,17 @@ class HostBed:
                 '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null',
                 '-o', 'ConnectTimeout=5', 'root@127.0.0.1'] + list(command)
 
+    def sh(self, script, h=None, check=True, timeout=300):
+        """(rc, output) of a shell script run as root on host h (the first host by default) over ssh, stderr in the
+        output; with check, a non-zero rc raises AssertionError naming the host, the script and what it printed.
+        The one way the bed tests run a command on a host."""
+        h = self.hosts[0] if h is None else h
+        p = subprocess.run(self.ssh_cmd(h, script), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           stdin=subprocess.DEVNULL, universal_newlines=True, timeout=timeout)
+        if check and p.returncode != 0:
+            raise AssertionError("on %s: %s\nrc=%d\n%s" % (h["name"], script[:300], p.returncode, p.stdout))
+        return p.returncode, p.stdout
+
     def _wait_ssh(self):
         deadline = time.monotonic() + self.boot_timeout
         pending = list(self.hosts)

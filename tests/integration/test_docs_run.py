@@ -51,7 +51,8 @@ default 4), each on its own hosts; guides that open the same fixed port on loopb
 127.0.0.1:9035) take turns (``_fixed_ports``), since the hosts share this machine's network.
 
 After a guide's blocks, the reader's site playbook runs on its hosts (issue 31: a guide must never teach a step
-another part of the collection undoes): the tor role, owning the torrc (``tor_torrc_takeover``), with the tor
+another part of the collection undoes; not after a guide that leaves no onion service and no client credential, which
+it could not lose): the tor role, owning the torrc (``tor_torrc_takeover``), with the tor
 variables the guide gave (``_site_vars``: its blocks of the role's variables and the ``tor_*`` vars of its plays that
 run the role); then tor restarts on each host (waiting for bootstrap) and what the guide set up must still be there:
 every persistent onion service (directory, address) and every permanent client credential (``_outcome``). The
@@ -203,11 +204,7 @@ class Host(object):
         self.bed, self.h, self.before = bed, h, set()
 
     def ssh(self, script, check=True):
-        p = subprocess.run(self.bed.ssh_cmd(self.h, script), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           universal_newlines=True, timeout=120, stdin=subprocess.DEVNULL)
-        if check and p.returncode != 0:
-            raise AssertionError("on %s: %s\nrc=%d\n%s" % (self.h["name"], script, p.returncode, p.stdout))
-        return p.stdout
+        return self.bed.sh(script, self.h, check=check, timeout=120)[1]
 
     def inventory_vars(self):
         return {"ansible_host": "127.0.0.1", "ansible_port": self.h["ssh_port"],
@@ -668,6 +665,11 @@ def _site_then_restart(guide, work, inventory_dir, named_hosts, rows, problems):
     names = list(named_hosts)
     try:
         before = _outcome(named_hosts)
+        if not any(v for d in before.values() for v in d.values()):
+            # no persistent service and no permanent credential: nothing a site playbook and a restart could lose
+            row["run"] = "-"
+            row["note"] = "the guide left no onion service and no client credential: nothing to keep, no site run"
+            return
         # the reader's site playbook owns the torrc (tor_torrc_takeover): a line the guide put there by hand is
         # dropped, as it is on a host whose torrc the role wrote before the guide
         site_vars = dict(BED_ROLE_VARS["onionlab.tor.tor"], tor_torrc_takeover=True, **_site_vars(guide))

@@ -25,7 +25,6 @@ import os
 import re
 import socket
 import struct
-import subprocess
 import sys
 import threading
 import time
@@ -68,12 +67,7 @@ def _say(msg):
 
 
 def _ssh(bed, script, check=True, timeout=120):
-    h = bed.hosts[0]
-    p = subprocess.run(bed.ssh_cmd(h, script), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       universal_newlines=True, timeout=timeout, stdin=subprocess.DEVNULL)
-    if check and p.returncode != 0:
-        raise AssertionError('on %s: %s\nrc=%d\n%s' % (h['name'], script, p.returncode, p.stdout))
-    return p.returncode, p.stdout
+    return bed.sh(script, check=check, timeout=timeout)
 
 
 def socks_connect(socks_port, user, host, port=80, timeout=60.0):

@@ -27,7 +27,6 @@ import json
 import os
 import re
 import statistics
-import subprocess
 import sys
 import time
 import urllib.request
@@ -53,12 +52,7 @@ def _say(msg):
 
 
 def _ssh(bed, name, script, check=True, timeout=120):
-    h = [x for x in bed.hosts if x['name'] == name][0]
-    p = subprocess.run(bed.ssh_cmd(h, script), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       universal_newlines=True, timeout=timeout, stdin=subprocess.DEVNULL)
-    if check and p.returncode != 0:
-        raise AssertionError('on %s: %s\nrc=%d\n%s' % (name, script, p.returncode, p.stdout))
-    return p.returncode, p.stdout
+    return bed.sh(script, [x for x in bed.hosts if x['name'] == name][0], check=check, timeout=timeout)
 
 
 def _quantiles(values):

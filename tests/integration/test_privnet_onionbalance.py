@@ -376,11 +376,7 @@ class _Host:
         self.bed, self.name, self.password = bed, bed.hosts[0]['name'], password
 
     def ssh(self, script, check=True):
-        p = subprocess.run(self.bed.ssh_cmd(self.bed.hosts[0], script), stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, universal_newlines=True, timeout=300, stdin=subprocess.DEVNULL)
-        if check and p.returncode != 0:
-            raise AssertionError('on %s: %s\nrc=%d\n%s' % (self.name, script, p.returncode, p.stdout))
-        return p.stdout
+        return self.bed.sh(script, check=check)[1]
 
     def read(self, path):
         """A file's bytes, or None."""

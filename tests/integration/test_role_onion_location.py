@@ -22,7 +22,6 @@ loopback port of the bed's, whose server block includes the role's snippet. Seen
 
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -69,11 +68,7 @@ class Web(object):
         self.summary = tmp / "onion-services.yml"
 
     def ssh(self, script, check=True):
-        p = subprocess.run(self.bed.ssh_cmd(self.bed.hosts[0], script), stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, universal_newlines=True, timeout=300, stdin=subprocess.DEVNULL)
-        if check and p.returncode != 0:
-            raise AssertionError("%s\nrc=%d\n%s" % (script, p.returncode, p.stdout))
-        return p.stdout
+        return self.bed.sh(script, check=check)[1]
 
     def header(self, port=None, path="/some/path?x=1"):
         """(status line, the Onion-Location header's value or None) of curl -I on the host."""

@@ -21,7 +21,6 @@ of its own with 6 relays, over ssh:
 
 import os
 import re
-import subprocess
 import sys
 import time
 
@@ -102,9 +101,7 @@ def bed(net):
 
 
 def _ssh(bed, script, timeout=120):
-    p = subprocess.run(bed.ssh_cmd(bed.hosts[0], script), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       universal_newlines=True, timeout=timeout, stdin=subprocess.DEVNULL)
-    return p.returncode, p.stdout
+    return bed.sh(script, check=False, timeout=timeout)
 
 
 def _play(bed, tmp_path, roles=None, tasks=None, check=False):

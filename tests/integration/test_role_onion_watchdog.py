@@ -7,6 +7,7 @@ network and says so in the journal and the textfile metrics; state=absent remove
 
 import json
 import time
+import types
 
 import pytest
 
@@ -27,9 +28,8 @@ def _play(hostbed, tmp_path, tasks=None, roles=None, check=False, host=None):
 
 
 def _ssh(hostbed, command):
-    import subprocess
-    return subprocess.run(hostbed.ssh_cmd(hostbed.hosts[0], command), stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, universal_newlines=True, timeout=300, stdin=subprocess.DEVNULL)
+    rc, out = hostbed.sh(command, check=False)
+    return types.SimpleNamespace(returncode=rc, stdout=out)
 
 
 @pytest.mark.timeout(900)

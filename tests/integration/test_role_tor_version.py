@@ -16,7 +16,6 @@ defaults hold an option tor refuses) in a local apt repository on the host.
 - present again: the pin removed.
 """
 
-import subprocess
 
 import pytest
 
@@ -40,11 +39,7 @@ def bed():
 
 
 def ssh(bed, script, check=True):
-    p = subprocess.run(bed.ssh_cmd(bed.hosts[0], script), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       stdin=subprocess.DEVNULL, universal_newlines=True, timeout=300)
-    if check and p.returncode:
-        raise AssertionError("on the host: %s\nrc=%d\n%s" % (script[:300], p.returncode, p.stdout))
-    return p.stdout
+    return bed.sh(script, check=check)[1]
 
 
 def role(bed, tmp_path, check=False, **role_vars):

@@ -6,7 +6,6 @@ reached over ssh as root (issue 14). Every test that changes the host puts it ba
 (the session shares one stock host)."""
 
 import os
-import subprocess
 
 from harness.ansible_run import run_playbook
 from harness.hosts import RESTART_TOR, START_TOR, STOCK_TORRC
@@ -17,11 +16,7 @@ UNIT_DROP_IN = "/etc/systemd/system/tor@default.service.d/onionlab-test-rw.conf"
 
 
 def sh(bed, h, command, check=True):
-    p = subprocess.run(bed.ssh_cmd(h, command), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       stdin=subprocess.DEVNULL, universal_newlines=True, timeout=120)
-    if check:
-        assert p.returncode == 0, "%s: rc %d\n%s" % (command, p.returncode, p.stdout)
-    return p.stdout
+    return bed.sh(command, h, check=check, timeout=120)[1]
 
 
 def play(bed, h, tmp_path, tasks, **kwargs):

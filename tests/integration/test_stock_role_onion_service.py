@@ -20,11 +20,7 @@ USER = "onionlab-nobecome"
 
 
 def _ssh(bed, script, check=True):
-    p = subprocess.run(bed.ssh_cmd(bed.hosts[0], script), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       universal_newlines=True, timeout=120, stdin=subprocess.DEVNULL)
-    if check and p.returncode != 0:
-        raise AssertionError("on the stock host: %s\nrc=%d\n%s" % (script, p.returncode, p.stdout))
-    return p.stdout
+    return bed.sh(script, check=check, timeout=120)[1]
 
 
 def test_role_without_become_says_use_become(stockbed, tmp_path):

@@ -18,7 +18,6 @@ in a ``finally``.
 import base64
 import json
 import os
-import subprocess
 import time
 
 import pytest
@@ -41,11 +40,7 @@ WAIT_TOR = hb.WAIT_CONTROL_SOCKET
 
 
 def ssh(bed, script, check=True):
-    p = subprocess.run(bed.ssh_cmd(bed.hosts[0], script), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       stdin=subprocess.DEVNULL, universal_newlines=True, timeout=120)
-    if check and p.returncode:
-        raise AssertionError("on the stock host: %s\nrc=%d\n%s" % (script, p.returncode, p.stdout))
-    return p.stdout
+    return bed.sh(script, check=check, timeout=120)[1]
 
 
 def restart_tor(bed):

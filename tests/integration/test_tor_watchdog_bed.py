@@ -16,7 +16,6 @@ bed host (systemd-nspawn, Debian's tor and unit, joined to the private network),
 WatchdogSec here is 10 s (pings every 5 s) so that the test is short; the role's default is 120 s."""
 
 import re
-import subprocess
 import time
 
 import pytest
@@ -41,10 +40,7 @@ def bed(privnet):
 
 
 def ssh(bed, script):
-    p = subprocess.run(bed.ssh_cmd(bed.hosts[0], script), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       stdin=subprocess.DEVNULL, universal_newlines=True, timeout=120)
-    assert p.returncode == 0, "%s\nrc=%d\n%s" % (script, p.returncode, p.stdout)
-    return p.stdout
+    return bed.sh(script, timeout=120)[1]
 
 
 def unit_state(bed):

@@ -22,7 +22,6 @@ ONIONLAB_LONG=1: 4 hosts, a 1-minute soak and phase 4; CI: 2 hosts (the canary a
 """
 
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -59,10 +58,7 @@ def bed(privnet):
 
 
 def ssh(bed, host, script, timeout=300):
-    p = subprocess.run(bed.ssh_cmd(host, script), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       stdin=subprocess.DEVNULL, universal_newlines=True, timeout=timeout)
-    assert p.returncode == 0, "%s: %s\nrc=%d\n%s" % (host["name"], script[:300], p.returncode, p.stdout)
-    return p.stdout
+    return bed.sh(script, host, timeout=timeout)[1]
 
 
 def on_all(bed, script):

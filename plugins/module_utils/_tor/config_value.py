@@ -44,11 +44,44 @@ KINDS = ('word', 'value', 'line')
 _SHOWN = 120
 
 
+def unescape_string(text):
+    """tor's unescape_string (src/lib/encoding/cstring.c) of a value that begins with a quote: (the value, what
+    follows the closing quote), or (None, '') when tor refuses it. The value ends at a NUL as tor's C string does."""
+    out, k = [], 1
+    while k < len(text):
+        c = text[k]
+        if c == '"':
+            return ''.join(out).split('\0', 1)[0], text[k + 1:]
+        if c != '\\':
+            out.append(c)
+            k += 1
+            continue
+        e = text[k + 1:k + 2]
+        if e in ('x', 'X'):
+            digits = text[k + 2:k + 4]
+            if len(digits) != 2 or not all(d in '0123456789abcdefABCDEF' for d in digits):
+                return None, ''
+            out.append(chr(int(digits, 16)))
+            k += 4
+        elif e and e in '01234567':
+            m = re.match(r'[0-7]{1,3}', text[k + 1:])
+            n = int(m.group(0), 8)
+            if n > 255:
+                return None, ''
+            out.append(chr(n))
+            k += 1 + len(m.group(0))
+        elif e and e in 'nrt"\'\\':
+            out.append({'n': '\n', 'r': '\r', 't': '\t'}.get(e, e))
+            k += 2
+        else:
+            return None, ''
+    return None, ''
+
+
 def _torrc_quoted(text):
     """Why tor does not read text, a value that begins with a double quote, as one quoted string (tor's
-    unescape_string, torrc._unquote), or None when it does."""
-    from ansible_collections.onionlab.tor.plugins.module_utils._tor import torrc  # torrc imports this module
-    value, after = torrc._unquote(text)
+    unescape_string below), or None when it does."""
+    value, after = unescape_string(text)
     after = after.strip(' \t')
     if value is None:
         return 'begins with a double quote but is not one quoted string (tor refuses the line)'

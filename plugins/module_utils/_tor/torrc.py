@@ -46,40 +46,6 @@ BOOL_WORDS = {'true': True, 'yes': True, 'on': True, '1': True, 'false': False, 
 _MARKER_RE = re.compile(r'^# Written by the onionlab\.tor\.tor role', re.MULTILINE)
 
 
-def _unquote(text):
-    """tor's unescape_string (src/lib/encoding/cstring.c) of a value that begins with a quote: (the value, what
-    follows the closing quote), or (None, '') when tor refuses it. The value ends at a NUL as tor's C string does."""
-    out, k = [], 1
-    while k < len(text):
-        c = text[k]
-        if c == '"':
-            return ''.join(out).split('\0', 1)[0], text[k + 1:]
-        if c != '\\':
-            out.append(c)
-            k += 1
-            continue
-        e = text[k + 1:k + 2]
-        if e in ('x', 'X'):
-            digits = text[k + 2:k + 4]
-            if len(digits) != 2 or not all(d in '0123456789abcdefABCDEF' for d in digits):
-                return None, ''
-            out.append(chr(int(digits, 16)))
-            k += 4
-        elif e and e in '01234567':
-            m = re.match(r'[0-7]{1,3}', text[k + 1:])
-            n = int(m.group(0), 8)
-            if n > 255:
-                return None, ''
-            out.append(chr(n))
-            k += 1 + len(m.group(0))
-        elif e and e in 'nrt"\'\\':
-            out.append({'n': '\n', 'r': '\r', 't': '\t'}.get(e, e))
-            k += 2
-        else:
-            return None, ''
-    return None, ''
-
-
 def parse(text):
     """A torrc's text as tor reads it (parse_config_line_from_str_verbose, src/lib/encoding/confline.c): one
     (first, last, key, value) per option line, first and last the indexes of its lines in text.split('\n').
@@ -98,7 +64,7 @@ def parse(text):
             k += 1
         key, seg, first = s[:k], s[k:].lstrip(' \t'), i
         if seg.startswith('"'):
-            value, after = _unquote(seg)
+            value, after = config_value.unescape_string(seg)
             if value is not None and after.lstrip(' \t')[:1] not in ('', '#'):
                 value = None  # tor: "Excess data after quoted string"
             out.append((first, i, key, value))

@@ -21,7 +21,7 @@ import yaml
 from harness.ansible_template import render
 from ansible_collections.onionlab.tor.plugins.filter.onion_haproxy_plan import onion_haproxy_plan
 from ansible_collections.onionlab.tor.plugins.filter.onion_location_snippets import snippets
-from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion, torrc
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import config_value, onion, torrc
 
 REPO = Path(__file__).resolve().parents[3]
 ROLES = REPO / "roles"
@@ -195,7 +195,7 @@ def test_tor_role_hostile_value_refused_or_meaning_kept(tor_rendered, variable, 
     elif variable == "ansible_managed":
         expected = [e[2:] for e in torrc.parse(tor_rendered[(None, None)][0]["text"])]
     else:
-        read = torrc._unquote(value)[0] if value.startswith('"') else value
+        read = config_value.unescape_string(value)[0] if value.startswith('"') else value
         expected = [(k.replace(MARKER, read), v.replace(MARKER, read)) for _, _, k, v in base]
     got = [e[2:] for e in got]
     if variable == "tor_options name":  # the template sorts the options by name: compare the lines as a set
@@ -256,7 +256,7 @@ def test_tor_reads_an_accepted_value_as_given(tor_rendered, tmp_path, hostile):
                         str(tmp_path / "torrc")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        universal_newlines=True, timeout=60)
     value = HOSTILE[hostile]
-    read = torrc._unquote(value)[0] if value.startswith('"') else value
+    read = config_value.unescape_string(value)[0] if value.startswith('"') else value
     dumped = torrc.dump_lines(p.stdout)
     assert p.returncode == 0 and "Nickname base" in dumped, p.stdout[-2000:]
     contact = [line for line in dumped if line.startswith("ContactInfo ")]
