@@ -36,12 +36,76 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import To
 
 KEY_FILE = "hs_ed25519_secret_key"
 HOSTNAME = "hostname"
+SEALED_FILES = (KEY_FILE,)   # with a vault secret; client keys too (client_key); an address is public
 REPLACED = "replaced"
 CLIENTS = "clients"
 
 
 class EscrowError(ValueError):
     """A file of the escrow that cannot be read, made or written; the message names the file, never a key."""
+
+
+VAULT_HEADER = b"$ANSIBLE_VAULT;"
+HOW_TO_GIVE_A_VAULT_PASSWORD = ("give the run a vault password (--ask-vault-pass, --vault-password-file FILE or "
+                                "--vault-id ID@FILE, or ANSIBLE_VAULT_PASSWORD_FILE)")
+
+
+def is_sealed(data):
+    """Whether the bytes of an escrow file are ansible-vault's (its header)."""
+    return data is not None and data.lstrip()[:len(VAULT_HEADER)] == VAULT_HEADER
+
+
+class Vault(object):
+    """The escrow's secret files at rest: ansible-vault (ansible-core's VaultLib with the run's vault secrets).
+    `lib`: the run's VaultLib (an action plugin's or lookup's loader has it), None or one without secrets when the
+    run has no vault password; `vault_id`: the vault id to encrypt with (a role variable), else the run's first.
+    seal(bytes) -> the vault text (a new salt each time: compare what open() gives, never the sealed bytes);
+    open(bytes) -> the plaintext of a sealed file, a plaintext file's bytes as they are (the escrow of an older
+    run). Every message names the file and the vault id, never a key."""
+
+    def __init__(self, lib=None, vault_id=None):
+        self.lib = lib if lib is not None and getattr(lib, "secrets", None) else None
+        self.vault_id = vault_id or None
+        self._secret = None
+
+    @property
+    def active(self):
+        """Whether the run has a vault secret: the escrow's secret files are written sealed."""
+        return self.lib is not None
+
+    def _encrypt_secret(self, path):
+        if self._secret is None:
+            from ansible.errors import AnsibleError
+            from ansible.parsing.vault import match_encrypt_secret
+            try:
+                found = match_encrypt_secret(self.lib.secrets, encrypt_vault_id=self.vault_id)
+            except AnsibleError:
+                found = None
+            if not found:
+                raise EscrowError("cannot encrypt %s: the run has no vault secret of vault id %r (its vault ids: %s)"
+                                  % (path, self.vault_id, ", ".join(sorted(str(i) for i, _ in self.lib.secrets))))
+            self._secret = found
+        return self._secret
+
+    def seal(self, data, path):
+        vault_id, secret = self._encrypt_secret(path)
+        return self.lib.encrypt(data, secret=secret, vault_id=vault_id)
+
+    def open(self, data, path):
+        if not is_sealed(data):
+            return data
+        if self.lib is None:
+            raise EscrowError("%s is encrypted with ansible-vault and this run has no vault password: %s"
+                              % (path, HOW_TO_GIVE_A_VAULT_PASSWORD))
+        from ansible.errors import AnsibleError
+        try:
+            return self.lib.decrypt(data)
+        except AnsibleError:
+            raise EscrowError("%s is encrypted with ansible-vault and none of this run's vault secrets (vault ids: %s) "
+                              "opens it" % (path, ", ".join(sorted(str(i) for i, _ in self.lib.secrets))))
+
+
+NO_VAULT = Vault()
 
 
 def client_key_file(backup_dir, server, service, client, key=1):
@@ -202,8 +266,9 @@ def new_client_key():
     return onion.b32(bytes(raw))
 
 
-def read_client_key(path):
-    """The client key in `path` (checked, base32 upper case), or None when the file does not exist."""
+def read_client_key(path, vault=NO_VAULT):
+    """The client key in `path` (checked, base32 upper case; opened with `vault` when sealed), or None when the
+    file does not exist."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError as exc:
@@ -215,18 +280,28 @@ def read_client_key(path):
             data = handle.read(4096)
     except OSError as exc:
         raise EscrowError("cannot read the key file %s: %s" % (path, exc.strerror))
+    sealed = is_sealed(data)
+    data = vault.open(data, path)
     try:
         raw = client_auth.parse_private_key(data.decode("ascii").strip(), what="the key")
     except (UnicodeDecodeError, TorError, ValueError):
         raise EscrowError("the key file %s does not hold a client key (52 base32 characters, an x25519 private "
                           "key)" % path)
-    return onion.b32(raw)
+    key = onion.b32(raw)
+    if vault.active and not sealed:
+        # an older run's plaintext key, sealed now that the run has a vault secret (the same key)
+        try:
+            put(path, vault.seal((key + "\n").encode("ascii"), path))
+        except OSError as exc:
+            raise EscrowError("cannot write the key file %s: %s" % (path, exc.strerror))
+    return key
 
 
-def client_key(path):
-    """The client key in `path`, made there (missing directories 0700) when there is none. Of two runs making
-    it at once, the second reads the first one's key (put(replace=False))."""
-    key = read_client_key(path)
+def client_key(path, vault=NO_VAULT):
+    """The client key in `path`, made there (missing directories 0700) when there is none, sealed with `vault`
+    when the run has a vault secret. Of two runs making it at once, the second reads the first one's key
+    (put(replace=False))."""
+    key = read_client_key(path, vault)
     if key is not None:
         return key
     directory = os.path.dirname(path) or "."
@@ -235,12 +310,13 @@ def client_key(path):
     except OSError as exc:
         raise EscrowError("cannot create the directory %s: %s" % (directory, exc.strerror))
     key = new_client_key()
+    data = (key + "\n").encode("ascii")
     try:
-        if put(path, (key + "\n").encode("ascii"), replace=False):
+        if put(path, vault.seal(data, path) if vault.active else data, replace=False):
             return key
     except OSError as exc:
         raise EscrowError("cannot write the key file %s: %s" % (path, exc.strerror))
-    key = read_client_key(path)   # another run was first: its key wins
+    key = read_client_key(path, vault)   # another run was first: its key wins
     if key is None:
         raise EscrowError("the key file %s vanished while it was written" % path)
     return key
@@ -266,10 +342,11 @@ def key_address(data):
 class Escrow(object):
     """The escrow of one host."""
 
-    def __init__(self, backup_dir, host):
+    def __init__(self, backup_dir, host, vault=NO_VAULT):
         problem = name_problem(host, "inventory host name")
         if problem:
             raise ValueError(problem)
+        self.vault = vault
         self.root = backup_dir
         self.host = host
         self.host_dir = os.path.join(backup_dir, host)
@@ -282,9 +359,21 @@ class Escrow(object):
         return [self.host] + [part for part in name.split("/") if part]
 
     def read(self, name, filename, with_stat=False):
-        """The bytes of service directory `name`'s file, or None; never through a link below the root
-        (EscrowError, naming it)."""
-        return read_below(self.root, self._parts(name), filename, with_stat=with_stat)
+        """The bytes of service directory `name`'s file (opened with the vault when sealed), or None; never
+        through a link below the root (EscrowError, naming it)."""
+        found = self._read_sealed(name, filename)
+        if found is None:
+            return None
+        data, st, _sealed = found
+        return (data, st) if with_stat else data
+
+    def _read_sealed(self, name, filename):
+        """(plaintext, stat, whether the file is sealed), or None."""
+        found = read_below(self.root, self._parts(name), filename, with_stat=True)
+        if found is None:
+            return None
+        raw, st = found
+        return self.vault.open(raw, self.path(name, filename)), st, is_sealed(raw)
 
     def directories(self, name):
         """The root, the host's directory and service directory `name` (and those between), made when missing
@@ -294,16 +383,20 @@ class Escrow(object):
         self.changed = self.changed or changed
 
     def write(self, name, filename, data):
-        """The file (0600), when its content or mode differs."""
+        """The file (0600), when its content or mode differs; a secret file (SEALED_FILES) sealed with the vault
+        when the run has a vault secret, and an older plaintext one sealed then even when its content is the
+        same. A sealed file is never written back as plaintext: without a vault secret it cannot be read (read
+        raises EscrowError first)."""
         self.directories(name)
         path = self.path(name, filename)
-        current = self.read(name, filename, with_stat=True)
-        if current is not None and current[0] == data:
+        seal = self.vault.active and filename in SEALED_FILES
+        current = self._read_sealed(name, filename)
+        if current is not None and current[0] == data and (current[2] or not seal):
             if stat.S_IMODE(current[1].st_mode) != 0o600:
                 files.fix_file(path, 0o600)
                 self.changed = True
             return
-        put(path, data)
+        put(path, self.vault.seal(data, path) if seal else data)
         self.changed = True
 
     def key_problem(self, name, data, hostname):
