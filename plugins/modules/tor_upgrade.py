@@ -208,7 +208,6 @@ class HostOps(object):
         self.kept = None
         self.run = command_runner(module)
 
-
     def installed(self):
         return tor_version.installed_version(self.run, "Debian", self.p["package_name"])
 
