@@ -167,7 +167,8 @@ class ActionModule(ActionBase):
                                                                  host))
         services = args["services"]
         service_dir = os.path.normpath(args["service_dir"])
-        escrow = Escrow(args["backup_dir"], host)
+        self._vault = vault = self._escrow_vault(args, host, services)
+        escrow = Escrow(args["backup_dir"], host, vault)
         try:
             generation_list = generations(services)
             authorized, key_files = self._clients(args, host, task_vars, services)
@@ -192,8 +193,12 @@ class ActionModule(ActionBase):
         check_mode = self._task.check_mode
         opener = None
         if args["backup"] and not check_mode:
-            module_args["escrow_sums"] = dict((paths[name], deploy.file_sum(data) if data is not None else None)
-                                              for name, (data, _hostname) in escrowed.items())
+            # a key the escrow holds in plaintext while the run has a vault secret: the host sends it back, and
+            # it is written sealed (an older escrow sealed by the next run that writes)
+            module_args["escrow_sums"] = dict(
+                (paths[name], deploy.file_sum(data) if data is not None and not (
+                    vault.active and not escrow.sealed(name, KEY_FILE)) else None)
+                for name, (data, _hostname) in escrowed.items())
             opener, module_args["escrow_seal"] = seal.new_key_pair()
         out = self._run_module(module_args, task_vars)
         updates = out.pop("escrow_updates", None) or {}
@@ -257,17 +262,36 @@ class ActionModule(ActionBase):
         needed_auth = [k for k in key_files if k["id"] not in vault]
         escrowed = {}
         for item in needed + needed_auth:
-            key = escrows.read_client_key(item["escrow"])
+            key = escrows.read_client_key(item["escrow"], self._vault)
             if key is None:
                 if not create:
                     raise _NeedAccess()
-                key = escrows.client_key(item["escrow"])
+                key = escrows.client_key(item["escrow"], self._vault)
             escrowed[item["id"]] = key
         keys = dict(escrowed, **vault)
         authorized = clients({host: services}, backup_dir=backup_dir, private_keys=keys)
         if key_files:
             authorized.update(authorized_clients(services, server=host, backup_dir=backup_dir, private_keys=keys))
         return authorized, key_files
+
+    def _escrow_vault(self, args, host, services):
+        """The escrow's vault: the run's vault secrets (the loader's VaultLib) and onion_service_backup_vault_id.
+        Without a vault secret, a run that would write keys to the escrow is refused inside a git work tree whose
+        git does not ignore it (escrow.plaintext_problem), and warned once outside git."""
+        vault = escrows.Vault(getattr(getattr(self, "_loader", None), "_vault", None), args.get("backup_vault_id"))
+        if not vault.active and args.get("backup_vault_id"):
+            raise _Fail("%s: onion_service_backup_vault_id is %r, but this run has no vault password: %s. Nothing "
+                        "was changed on %s." % (ROLE, args["backup_vault_id"], escrows.HOW_TO_GIVE_A_VAULT_PASSWORD,
+                                                host))
+        writes = args["backup"] or any(s.get("clients") or s.get("authorized_clients") for s in services or []
+                                       if isinstance(s, dict))
+        if not vault.active and writes:
+            problem, warning = escrows.plaintext_problem(args["backup_dir"], bool(args.get("backup_plaintext")))
+            if problem:
+                raise _Fail("%s: %s" % (ROLE, problem))
+            if warning:
+                display.warning("%s: %s" % (ROLE, warning))
+        return vault
 
     def _run_module(self, module_args, task_vars):
         """One run of the module on the host. Its arguments hold escrowed keys and its output the host's keys

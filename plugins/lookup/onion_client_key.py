@@ -21,8 +21,12 @@ description:
     C(0700). The file appears complete or not at all (written under a temporary name, then linked into place
     without replacing anything), so that evaluations running at the same time, in several forks or several
     runs, all return the one key that got there first.
-  - An existing file is never rewritten. A file that does not hold a key is an error naming the file, never its
-    content.
+  - An existing file never gets another key. A file that does not hold a key is an error naming the file, never
+    its content.
+  - When the run has a vault password (C(--ask-vault-pass), C(--vault-password-file), C(--vault-id)), a new key
+    file is written encrypted with ansible-vault, an encrypted one is read with the run's vault secrets, and a
+    plaintext one (an older run's) is encrypted in place, holding the same key. An encrypted file in a run without
+    the vault password is an error that says how to give it.
   - Runs on the controller, also in check mode (generating a key there is not a change of a managed host).
   - The public half, for the service's C(authorized_clients), is P(onionlab.tor.x25519_public_key#filter).
   - The P(onionlab.tor.onion_service#role) and P(onionlab.tor.onion_client#role) roles keep client keys as
@@ -34,6 +38,12 @@ options:
     type: list
     elements: path
     required: true
+  vault_id:
+    description:
+      - The vault id to encrypt new key files with, one of the run's; empty for the run's first vault secret
+        (the P(onionlab.tor.onion_service#role) role's O(onion_service_backup_vault_id)).
+    type: str
+    default: ""
 seealso:
   - plugin: onionlab.tor.x25519_public_key
     plugin_type: filter
@@ -75,18 +85,18 @@ from ansible.plugins.lookup import LookupBase
 from ansible_collections.onionlab.tor.plugins.plugin_utils import escrow
 
 
-def read_key(path):
+def read_key(path, vault=escrow.NO_VAULT):
     """The key in path (checked), or None when the file does not exist (plugin_utils/escrow.py)."""
     try:
-        return escrow.read_client_key(path)
+        return escrow.read_client_key(path, vault)
     except escrow.EscrowError as exc:
         raise AnsibleLookupError("onion_client_key: %s" % exc)
 
 
-def get_or_create(path):
+def get_or_create(path, vault=escrow.NO_VAULT):
     """The key in path, made there when missing (plugin_utils/escrow.py: of two runs, the first one's wins)."""
     try:
-        return escrow.client_key(path)
+        return escrow.client_key(path, vault)
     except escrow.EscrowError as exc:
         raise AnsibleLookupError("onion_client_key: %s" % exc)
 
@@ -95,6 +105,7 @@ class LookupModule(LookupBase):
 
     def run(self, terms, variables=None, **kwargs):
         self.set_options(var_options=variables, direct=kwargs)
+        vault = escrow.Vault(getattr(self._loader, "_vault", None), self.get_option("vault_id"))
         keys = []
         for term in terms:
             if not isinstance(term, str) or not term.strip():
@@ -108,5 +119,5 @@ class LookupModule(LookupBase):
             path = os.path.normpath(path)
             if os.path.isdir(path):
                 raise AnsibleLookupError("onion_client_key: %s is a directory, not a key file" % path)
-            keys.append(get_or_create(path))
+            keys.append(get_or_create(path, vault))
         return keys

@@ -108,6 +108,60 @@ class Vault(object):
 NO_VAULT = Vault()
 
 
+def _git_work_tree(path):
+    """The top of the git work tree that holds path (a directory that may not exist yet: its nearest existing
+    ancestor is asked), or None. Found by walking up to a .git entry (a directory, or a file in a worktree or
+    submodule), without running git."""
+    here = os.path.abspath(path)
+    while not os.path.isdir(here):
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+    while True:
+        if os.path.lexists(os.path.join(here, ".git")):
+            return here
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+def plaintext_problem(backup_dir, allowed=False, run=None):
+    """Why the escrow must not be written in plaintext at backup_dir (the run has no vault secret), or None; then
+    the second value is the warning to give instead (outside git: plaintext as before, said once). Inside a git
+    work tree a plaintext escrow is refused unless git ignores the directory (`git check-ignore`) or `allowed`
+    (onion_service_backup_plaintext) says so: a `git add .` would publish every key. run(argv, cwd) -> rc, for
+    git (subprocess by default)."""
+    if allowed:
+        return None, None
+    top = _git_work_tree(backup_dir)
+    how = ("set a vault password for the run %s; onion_service_backup_vault_id picks the vault id): the escrow "
+           "is then written with ansible-vault" % HOW_TO_GIVE_A_VAULT_PASSWORD[len("give the run a vault password "):-1])
+    if top is None:
+        return None, ("the escrow %s holds onion service and client keys in plaintext (this run has no vault "
+                      "password): %s, or keep the directory encrypted yourself" % (backup_dir, how))
+    if run is None:
+        import subprocess
+
+        def run(argv, cwd):
+            try:
+                return subprocess.run(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL).returncode
+            except OSError:
+                return 127
+    # asked as a directory (a trailing slash): "onion-keys/" in .gitignore matches only directories, and the
+    # escrow may not exist yet
+    rc = run(["git", "check-ignore", "-q", "--no-index", os.path.abspath(backup_dir).rstrip("/") + "/"], top)
+    if rc == 0:
+        return None, None
+    return ("the escrow %s is inside the git work tree %s and git does not ignore it%s, and this run has no vault "
+            "password: its keys would be written in plaintext where a `git add` publishes them. Either %s; or add "
+            "the directory to .gitignore; or set onion_service_backup_plaintext: true to write plaintext keys there "
+            "anyway. Nothing was changed."
+            % (backup_dir, top, "" if rc == 1 else " (git could not say: rc %d)" % rc, how)), None
+
+
 def client_key_file(backup_dir, server, service, client, key=1):
     """Where the escrow keeps the private key of `client` (generation `key`) of `service` on `server`."""
     return os.path.join(backup_dir, server, service, CLIENTS, "%s.%d.x25519" % (client, key))
@@ -374,6 +428,11 @@ class Escrow(object):
             return None
         raw, st = found
         return self.vault.open(raw, self.path(name, filename)), st, is_sealed(raw)
+
+    def sealed(self, name, filename):
+        """Whether service directory `name`'s file is sealed with ansible-vault (None when it does not exist)."""
+        raw = read_below(self.root, self._parts(name), filename)
+        return None if raw is None else is_sealed(raw)
 
     def directories(self, name):
         """The root, the host's directory and service directory `name` (and those between), made when missing

@@ -1,5 +1,4 @@
 #!/usr/bin/env bash
-# lane: idle
 # ansible-test sanity for the collection, with three ansible-cores of the declared range
 # (meta/runtime.yml: >=2.17.0), every sanity test each:
 #   - newest: the ansible-core of .venv (requirements-dev.txt; 2.19.x is the newest for Python 3.11),

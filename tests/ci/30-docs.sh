@@ -1,5 +1,4 @@
 #!/usr/bin/env bash
-# lane: idle
 # Docs: the docs site builds without a warning, offline (docs/build-site.sh --offline: antsibull-docs
 # lint of the guides and plugin/role docs, every module and role page, the guides of
 # docs/docsite/, Sphinx with -W), and `ansible-doc` renders every module and every role.

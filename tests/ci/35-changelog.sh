@@ -1,5 +1,4 @@
 #!/usr/bin/env bash
-# lane: idle
 # Changelog (antsibull-changelog, changelogs/config.yaml):
 #   - every fragment in changelogs/fragments and changelogs/changelog.yaml are valid (lint);
 #   - CHANGELOG.rst is exactly what `antsibull-changelog generate` makes of changelog.yaml

@@ -1,5 +1,4 @@
 #!/usr/bin/env bash
-# lane: idle
 # ansible-lint, production profile (.ansible-lint), offline, on what users run of this collection:
 # galaxy.yml, meta/, changelogs/, every role (roles/*), the example playbooks (docs/examples/*.yml),
 # the playbooks run against the installed artifact (tests/installed/*.yml) and the molecule

@@ -1,5 +1,4 @@
 #!/usr/bin/env bash
-# lane: idle
 # The Galaxy artifact, as a user gets it:
 #   1. `ansible-galaxy collection build` makes onionlab-tor-<version>.tar.gz (galaxy.yml build_ignore);
 #   2. its file list holds no dev or test-harness file (FORBIDDEN below) and every module, role,

@@ -4,8 +4,7 @@
 # with arguments for that step after its name (`./run test 10-pytest -k consensus`).
 #
 # Lanes at once (ONIONLAB_CI_LANES=1 for one step after the other): a step's lane is named by a
-# '# lane: NAME' line in it (10-pytest and 60-fuzz: pytest; 15-beds and 47-matrix: beds; sanity, docs, changelog, lint
-# and galaxy: idle, at nice 19; the others: checks), the
+# '# lane: NAME' line in it (10-pytest and 60-fuzz: pytest; 15-beds and 47-matrix: beds; the others: checks), the
 # steps of a lane run in order, the lanes side by side; each line of a step's output is prefixed with
 # its name and also kept in .build/ci/<step>.log. A failed step does not stop its lane (or, with
 # ONIONLAB_CI_LANES=1, the run): the next step runs all the same, and the closing lines list every
@@ -32,7 +31,7 @@ run_step() {
     shift
     printf '\n==== %s\n' "$name"
     start=$(date +%s)
-    ${ONIONLAB_STEP_NICE:+nice -n "$ONIONLAB_STEP_NICE"} bash "tests/ci/$name.sh" "$@" || rc=$?
+    bash "tests/ci/$name.sh" "$@" || rc=$?
     took=$(( $(date +%s) - start ))
     if [ "$rc" -ne 0 ]; then
         printf '==== %s FAILED after %ss\n' "$name" "$took"
@@ -120,16 +119,8 @@ for name in "${steps[@]}"; do
 done
 pids=()
 for l in "${lanes[@]}"; do
-    # The idle lane's steps (CPU only, no network waits: sanity, docs, changelog, lint, packaging) run at nice 19:
-    # they take the CPU the test lanes leave idle while those wait on tor's events, and little else until the
-    # test lanes end (one tree of processes: every process here shares the root cpu cgroup, the hosts' too).
-    if [ "$l" = idle ]; then
-        # shellcheck disable=SC2086
-        ONIONLAB_STEP_NICE=19 lane ${lane_steps[$l]} &
-    else
-        # shellcheck disable=SC2086  # the step names have no spaces
-        lane ${lane_steps[$l]} &
-    fi
+    # shellcheck disable=SC2086  # the step names have no spaces
+    lane ${lane_steps[$l]} &
     pids+=($!)
 done
 for pid in "${pids[@]}"; do

@@ -221,3 +221,98 @@ def test_role_at_vvv_over_ssh_with_become_prints_no_key(stockbed, tmp_path, core
         _restore(bed, before)
         _ssh(bed, "cp -a /etc/shadow.onionlab-vvv /etc/shadow && rm -f /etc/shadow.onionlab-vvv; "
                   "userdel -r %s 2>/dev/null; rm -rf /tmp/.ansible-%s; true" % (OPERATOR, OPERATOR), check=False)
+
+
+# -- issue 40: the escrow encrypted at rest -----------------------------------------------------------------------
+def _vault_lib(password):
+    from ansible.parsing.vault import VaultLib, VaultSecret
+    return VaultLib([("default", VaultSecret(password.encode()))])
+
+
+def _sealed_secrets(escrow, password):
+    """(what, text) of each secret of a sealed escrow, opened with the password (every key file must be sealed)."""
+    lib, found = _vault_lib(password), []
+    for path in sorted(escrow.rglob("*")):
+        if path.name == "hs_ed25519_secret_key" or path.name.endswith(".x25519"):
+            raw = path.read_bytes()
+            assert raw.startswith(b"$ANSIBLE_VAULT;1.1;AES256\n"), "%s is not sealed" % path
+            assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+            data = lib.decrypt(raw)
+            if path.name == "hs_ed25519_secret_key":
+                found.extend((str(path), e) for e in _encodings(data[len(onion.SECRET_HEADER):]))
+            else:
+                text = data.decode().strip()
+                found.extend((str(path), t) for t in (text, text.lower()))
+            found.extend((str(path), t) for t in _encodings(raw))   # nor the vault text itself
+    return found
+
+
+def test_escrow_sealed_with_the_run_vault_restored_and_refused_without_it(stockbed, tmp_path):
+    """Issue 40, 1: with a vault password the run writes every key of the escrow with ansible-vault (service keys,
+    a client key), never prints a key or its vault text at -vvv over ssh, changes nothing on a second run, and
+    restores a rebuilt host from the sealed escrow (same address). Without the password: refused, nothing changed.
+    An escrow in a git work tree that git does not ignore, without a vault password: refused; ignored by git:
+    plaintext; then a run with the password seals those older plaintext keys."""
+    bed = stockbed
+    host = bed.hosts[0]["name"]
+    _ssh(bed, hb.WAIT_CONTROL_SOCKET)
+    before = _ssh(bed, _SNAPSHOT)
+    password = "escrow-%s" % os.urandom(8).hex()
+    pw_file = tmp_path / "vault-password"
+    pw_file.write_text(password + "\n")
+    pw_file.chmod(0o600)
+    escrow = tmp_path / "escrow"
+    role_vars = {"onion_service_backup_dir": str(escrow), "onion_service_summary_file": str(tmp_path / "summary.yml"),
+                 "onion_services": [
+                     {"name": "web", "ports": [{"port": 80, "target_port": 8080}]},
+                     {"name": "shop", "ports": [{"port": 443, "target_port": 8443}],
+                      "authorized_clients": [{"name": "bob"}]}]}
+    book = [{"hosts": host, "gather_facts": False, "vars": role_vars, "roles": ["onionlab.tor.onion_service"]}]
+    inventory = ["-i", bed.inventory_path]
+    vault = ["--vault-password-file", str(pw_file)]
+    try:
+        first = run_playbook(book, tmp_path, extra_args=inventory + vault + ["-vvv"])
+        assert first.rc == 0, first.output
+        secrets = _sealed_secrets(escrow, password)
+        assert len({what for what, _ in secrets}) == 3, secrets   # two service keys, bob's key
+        hostname = (escrow / host / "web" / "hostname").read_text().strip()
+        assert hostname.endswith(".onion")                       # an address is public: plaintext
+        again = run_playbook(book, tmp_path, extra_args=inventory + vault)
+        assert again.rc == 0 and again.stats[host]["changed"] == 0, again.output
+        assert _sealed_secrets(escrow, password) and (escrow / host / "web" / "hostname").read_text().strip() == hostname
+
+        _restore(bed, before)                                   # the host rebuilt: services and keys gone
+        plain = run_playbook(book, tmp_path, extra_args=inventory)
+        assert plain.rc != 0, plain.output
+        assert "is encrypted with ansible-vault and this run has no vault password: give the run a vault " \
+               "password" in plain.output, plain.output
+        assert _ssh(bed, _SNAPSHOT) == before                    # refused before anything was written
+        rebuilt = run_playbook(book, tmp_path, extra_args=inventory + vault + ["-vvv"])
+        assert rebuilt.rc == 0, rebuilt.output
+        assert '"/var/lib/tor/web"' in rebuilt.output and _ssh(bed, "cat /var/lib/tor/web/hostname").strip() == hostname
+        for index, output in enumerate((first.output, rebuilt.output)):
+            leaks = sorted(set(what for what, text in secrets if text in output))
+            assert not leaks, "run %d printed the keys of %s" % (index + 1, leaks)
+        _restore(bed, before)
+
+        repo = tmp_path / "site"
+        subprocess.run(["git", "init", "-q", str(repo)], check=True)
+        role_vars["onion_service_backup_dir"] = str(repo / "onion-keys")
+        role_vars["onion_services"] = role_vars["onion_services"][:1]
+        book[0]["vars"] = role_vars
+        refused = run_playbook(book, tmp_path, extra_args=inventory)
+        assert refused.rc != 0, refused.output
+        assert "is inside the git work tree %s and git does not ignore it" % repo in refused.output, refused.output
+        assert not (repo / "onion-keys").exists() and _ssh(bed, _SNAPSHOT) == before
+        (repo / ".gitignore").write_text("/onion-keys/\n")
+        ignored = run_playbook(book, tmp_path, extra_args=inventory)
+        assert ignored.rc == 0, ignored.output
+        key = repo / "onion-keys" / host / "web" / "hs_ed25519_secret_key"
+        assert key.read_bytes().startswith(onion.SECRET_HEADER)  # plaintext, where git does not look
+        sealing = run_playbook(book, tmp_path, extra_args=inventory + vault)
+        assert sealing.rc == 0 and sealing.stats[host]["changed"] >= 1, sealing.output
+        assert _vault_lib(password).decrypt(key.read_bytes()).startswith(onion.SECRET_HEADER)
+        print("escrow sealed: 3 keys, %d encodings grepped in 2 runs at -vvv: 0 hits; refused without the "
+              "password and in a git work tree; the older plaintext key sealed by the next run" % len(secrets))
+    finally:
+        _restore(bed, before)

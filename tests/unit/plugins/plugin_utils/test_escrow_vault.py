@@ -122,3 +122,22 @@ def test_no_vault_secret_means_plaintext_as_before(tmp_path):
     key = _key()
     esc.Escrow(str(tmp_path), "web1", vault).write_key("web", key)
     assert (tmp_path / "web1" / "web" / esc.KEY_FILE).read_bytes() == key
+
+
+def test_plaintext_outside_git_is_a_warning_inside_git_a_refusal_unless_ignored_or_allowed(tmp_path):
+    import subprocess
+    outside = tmp_path / "plain" / "onion-keys"
+    problem, warning = esc.plaintext_problem(str(outside))
+    assert problem is None and "holds onion service and client keys in plaintext" in warning
+    repo = tmp_path / "site"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    inside = repo / "inventories" / "onion-keys"          # not made yet: its nearest existing ancestor is asked
+    problem, warning = esc.plaintext_problem(str(inside))
+    assert warning is None and "is inside the git work tree %s and git does not ignore it" % repo in problem
+    assert "set a vault password for the run (--ask-vault-pass" in problem and "Nothing was changed." in problem
+    assert esc.plaintext_problem(str(inside), allowed=True) == (None, None)
+    (repo / ".gitignore").write_text("onion-keys/\n")
+    assert esc.plaintext_problem(str(inside)) == (None, None)
+    # git missing or failing: refused, saying git could not tell
+    problem, _ = esc.plaintext_problem(str(repo / "keys"), run=lambda argv, cwd: 127)
+    assert "(git could not say: rc 127)" in problem
