@@ -41,7 +41,7 @@ options:
   vault_id:
     description:
       - The vault id to encrypt new key files with, one of the run's; empty for the run's first vault secret
-        (the P(onionlab.tor.onion_service#role) role's O(onion_service_backup_vault_id)).
+        (the P(onionlab.tor.onion_service#role) role's O(onionlab.tor.onion_service#role:main:onion_service_backup_vault_id)).
     type: str
     default: ""
 seealso:

@@ -83,7 +83,7 @@ class Vault(object):
                 found = None
             if not found:
                 raise EscrowError("cannot encrypt %s: the run has no vault secret of vault id %r (its vault ids: %s)"
-                                  % (path, self.vault_id, ", ".join(sorted(str(i) for i, _ in self.lib.secrets))))
+                                  % (path, self.vault_id, ", ".join(sorted(str(pair[0]) for pair in self.lib.secrets))))
             self._secret = found
         return self._secret
 
@@ -102,7 +102,8 @@ class Vault(object):
             return self.lib.decrypt(data)
         except AnsibleError:
             raise EscrowError("%s is encrypted with ansible-vault and none of this run's vault secrets (vault ids: %s) "
-                              "opens it" % (path, ", ".join(sorted(str(i) for i, _ in self.lib.secrets))))
+                              "opens it: another vault password, or a torn file"
+                              % (path, ", ".join(sorted(str(pair[0]) for pair in self.lib.secrets))))
 
 
 NO_VAULT = Vault()
@@ -147,7 +148,7 @@ def plaintext_problem(backup_dir, allowed=False, run=None):
         def run(argv, cwd):
             try:
                 return subprocess.run(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL).returncode
+                                      stderr=subprocess.DEVNULL, check=False).returncode
             except OSError:
                 return 127
     # asked as a directory (a trailing slash): "onion-keys/" in .gitignore matches only directories, and the

@@ -6,7 +6,9 @@ and an empty list refused (point 4); run by an ordinary user without become, the
 anything is read or written, saying to use become (point 6; it failed with a bare Permission denied)."""
 
 import base64
+import json
 import os
+import shutil
 import stat
 import subprocess
 
@@ -280,6 +282,28 @@ def test_escrow_sealed_with_the_run_vault_restored_and_refused_without_it(stockb
         again = run_playbook(book, tmp_path, extra_args=inventory + vault)
         assert again.rc == 0 and again.stats[host]["changed"] == 0, again.output
         assert _sealed_secrets(escrow, password) and (escrow / host / "web" / "hostname").read_text().strip() == hostname
+
+        # the restore drill (issue 40, 3) on the escrow the role made: green, then red on a torn and a mismatched key
+        declared = tmp_path / "declared.yml"
+        declared.write_text(json.dumps({"all": {"hosts": {host: {"onion_services": role_vars["onion_services"]}}}}))
+        drill_book = [{"import_playbook": "onionlab.tor.restore_drill"}]
+        drill_args = ["-i", str(declared), "-e", json.dumps({"restore_drill_backup_dir": str(escrow),
+                                                             "restore_drill_summary_file": str(tmp_path / "summary.yml")})]
+        green = run_playbook(drill_book, tmp_path, extra_args=drill_args + vault)
+        assert green.rc == 0, green.output
+        assert "every declared service restorable: 2 key generations loaded by a scratch tor, 1 client keys" \
+            in green.output, green.output
+        damaged = tmp_path / "escrow-damaged"
+        shutil.copytree(str(escrow), str(damaged))
+        web_key = damaged / host / "web" / "hs_ed25519_secret_key"
+        web_key.write_bytes(web_key.read_bytes()[:200])                         # torn (a vault text cut short)
+        shutil.copy(str(damaged / host / "web" / "hostname"), str(damaged / host / "shop" / "hostname"))
+        red = run_playbook(drill_book, tmp_path, extra_args=["-i", str(declared), "-e", json.dumps(
+            {"restore_drill_backup_dir": str(damaged)})] + vault)
+        assert red.rc != 0, red.output
+        assert "2 gaps" in red.output and "%s web: unreadable" % host in red.output, red.output
+        assert "a key of another service" in red.output, red.output
+        assert not [what for what, text in secrets if text in green.output + red.output]
 
         _restore(bed, before)                                   # the host rebuilt: services and keys gone
         plain = run_playbook(book, tmp_path, extra_args=inventory)
