@@ -286,7 +286,7 @@ def test_escrow_sealed_with_the_run_vault_restored_and_refused_without_it(stockb
         # the restore drill (issue 40, 3) on the escrow the role made: green, then red on a torn and a mismatched key
         declared = tmp_path / "declared.yml"
         declared.write_text(json.dumps({"all": {"hosts": {host: {"onion_services": role_vars["onion_services"]}}}}))
-        drill_book = [{"import_playbook": "onionlab.tor.restore_drill"}]
+        drill_book = "- ansible.builtin.import_playbook: onionlab.tor.restore_drill\n"
         drill_args = ["-i", str(declared), "-e", json.dumps({"restore_drill_backup_dir": str(escrow),
                                                              "restore_drill_summary_file": str(tmp_path / "summary.yml")})]
         green = run_playbook(drill_book, tmp_path, extra_args=drill_args + vault)
