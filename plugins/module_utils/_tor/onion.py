@@ -362,3 +362,46 @@ def service_dir_address(path):
         if hostname != address + ".onion":
             raise OnionKeyError("%s says %s but the service's key gives %s.onion" % (host_path, hostname[:80], address))
     return address + ".onion"
+
+
+def import_key(secret=None, blob=None, public=None, hostname=None):
+    """A service key brought from elsewhere (a hand-made service directory, a vanity generator such as mkp224o or
+    Onionmine, an ``ED25519-V3:`` blob), verified before anything is done with it: (the 64-byte expanded key, the
+    address with .onion). secret: the bytes of an hs_ed25519_secret_key file; blob: an ED25519-V3 blob (one of the
+    two); public: the bytes of its hs_ed25519_public_key file, hostname: its hostname file's text, each checked when
+    given: the address the secret key gives must be the hostname's (a v3 address, its checksum and version right)
+    and the public key must be the secret key's. A wrong import would silently make a new address: every mismatch
+    is an OnionKeyError naming what disagrees, never a key."""
+    if (secret is None) == (blob is None):
+        raise OnionKeyError("give the key as the bytes of an hs_ed25519_secret_key file or as an ED25519-V3 blob, "
+                            "one of the two")
+    if secret is not None:
+        if len(secret) != len(SECRET_HEADER) + 64 or not secret.startswith(SECRET_HEADER):
+            raise OnionKeyError("the secret key file is not a tor ed25519 secret key file (%d bytes; one is %d: the "
+                                "header and the 64-byte expanded key)" % (len(secret), len(SECRET_HEADER) + 64))
+        expanded = secret[len(SECRET_HEADER):]
+    else:
+        expanded = parse_key_blob(blob)
+    derived = ed25519_public_from_expanded(expanded)
+    address = onion_address(derived) + ".onion"
+    if public is not None:
+        if len(public) != len(PUBLIC_HEADER) + 32 or not public.startswith(PUBLIC_HEADER):
+            raise OnionKeyError("the public key file is not a tor ed25519 public key file (%d bytes; one is %d)"
+                                % (len(public), len(PUBLIC_HEADER) + 32))
+        if public[len(PUBLIC_HEADER):] != derived:
+            raise OnionKeyError("the public key file is not the secret key's: it gives %s.onion, the secret key %s"
+                                % (onion_address(public[len(PUBLIC_HEADER):]), address))
+    if hostname is not None:
+        given = hostname.decode("ascii", "replace") if isinstance(hostname, bytes) else str(hostname)
+        given = given.strip()
+        if not given.endswith(".onion"):
+            given += ".onion"
+        try:
+            parse_onion_address(given)
+        except OnionKeyError as exc:
+            raise OnionKeyError("the hostname is not a v3 onion address: %s" % exc)
+        if given != address:
+            raise OnionKeyError("the hostname says %s but the secret key gives %s: the key of another address"
+                                % (given, address))
+    return expanded, address
+

@@ -109,3 +109,49 @@ def test_key_files(tmp_path):
     with pytest.raises(onion.OnionKeyError, match="not a tor ed25519 public key file"):
         onion.service_dir_address(str(tmp_path))
     assert onion.service_dir_address(str(tmp_path / "missing")) is None
+
+
+# -- import_key (issue 40: keys brought from a hand-made service or a vanity generator, verified first) -----------
+def _vanity_dir():
+    """What mkp224o and Onionmine write: the secret and public key files and hostname, of one key."""
+    expanded = bytes(range(64))
+    public = onion.ed25519_public_from_expanded(expanded)
+    return (onion.SECRET_HEADER + expanded, onion.PUBLIC_HEADER + public,
+            (onion.onion_address(public) + ".onion\n").encode())
+
+
+def test_import_key_from_a_key_directory_and_from_a_blob():
+    secret, public, hostname = _vanity_dir()
+    expanded, address = onion.import_key(secret=secret, public=public, hostname=hostname)
+    assert expanded == secret[len(onion.SECRET_HEADER):] and address == hostname.decode().strip()
+    assert onion.import_key(blob=onion.key_blob(expanded), hostname=address[:-6]) == (expanded, address)
+
+
+@pytest.mark.parametrize("change, message", [
+    ("hostname of another key", "the hostname says .* but the secret key gives .*: the key of another address"),
+    ("hostname with a wrong checksum", "the hostname is not a v3 onion address: .* has a wrong checksum"),
+    ("public key of another key", "the public key file is not the secret key's"),
+    ("torn secret", "not a tor ed25519 secret key file \\(50 bytes; one is 96"),
+    ("torn public", "not a tor ed25519 public key file"),
+    ("both", "one of the two"),
+])
+def test_import_key_refuses_what_disagrees_and_names_it(change, message):
+    secret, public, hostname = _vanity_dir()
+    other = onion.ed25519_public_from_expanded(bytes(range(1, 65)))
+    kwargs = {"secret": secret, "public": public, "hostname": hostname}
+    if change == "hostname of another key":
+        kwargs["hostname"] = onion.onion_address(other) + ".onion"
+    elif change == "hostname with a wrong checksum":
+        text = hostname.decode().strip()
+        kwargs["hostname"] = text[:53] + ("a" if text[53] != "a" else "b") + text[54:]
+    elif change == "public key of another key":
+        kwargs["public"] = onion.PUBLIC_HEADER + other
+    elif change == "torn secret":
+        kwargs["secret"] = secret[:50]
+    elif change == "torn public":
+        kwargs["public"] = public[:40]
+    else:
+        kwargs["blob"] = onion.key_blob(secret[len(onion.SECRET_HEADER):])
+    with pytest.raises(onion.OnionKeyError, match=message) as info:
+        onion.import_key(**kwargs)
+    assert base64.b64encode(secret[len(onion.SECRET_HEADER):]).decode() not in str(info.value)
