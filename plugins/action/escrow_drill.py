@@ -10,7 +10,7 @@ from ansible.module_utils.common.yaml import yaml_load
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import TorError
-from ansible_collections.onionlab.tor.plugins.modules.escrow_drill import ARGUMENT_SPEC
+from ansible_collections.onionlab.tor.plugins.module_utils._escrow_drill_args import ARGUMENT_SPEC
 from ansible_collections.onionlab.tor.plugins.plugin_utils import drill, escrow
 
 

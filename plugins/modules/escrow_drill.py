@@ -135,15 +135,7 @@ report:
 
 from ansible.module_utils.basic import AnsibleModule
 
-# the options, shared with the action plugin (plugins/action/escrow_drill.py), which does the work
-ARGUMENT_SPEC = dict(
-    backup_dir=dict(type="path"),
-    hosts=dict(type="list", elements="str"),
-    services_var=dict(type="str", default="onion_services"),
-    summary_file=dict(type="path"),
-    tor=dict(type="bool", default=True),
-    tor_binary=dict(type="str", default="tor"),
-)
+from ansible_collections.onionlab.tor.plugins.module_utils._escrow_drill_args import ARGUMENT_SPEC
 
 
 def main():

@@ -404,4 +404,3 @@ def import_key(secret=None, blob=None, public=None, hostname=None):
             raise OnionKeyError("the hostname says %s but the secret key gives %s: the key of another address"
                                 % (given, address))
     return expanded, address
-
