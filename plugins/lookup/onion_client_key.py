@@ -105,7 +105,11 @@ class LookupModule(LookupBase):
 
     def run(self, terms, variables=None, **kwargs):
         self.set_options(var_options=variables, direct=kwargs)
-        vault = escrow.Vault(getattr(self._loader, "_vault", None), self.get_option("vault_id"))
+        try:
+            vault_id = self.get_option("vault_id")
+        except KeyError:   # made without its documentation (not through the plugin loader: unit tests)
+            vault_id = kwargs.get("vault_id")
+        vault = escrow.Vault(getattr(self._loader, "_vault", None), vault_id)
         keys = []
         for term in terms:
             if not isinstance(term, str) or not term.strip():
