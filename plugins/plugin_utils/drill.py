@@ -186,7 +186,7 @@ def _one_client(c, vault):
     out = {"host": c.get("server"), "service": c.get("service"), "client": c.get("name"), "escrow": c["escrow"],
            "problem": None}
     try:
-        key = _read_only(c["escrow"], vault)
+        key = escrows.read_client_key(c["escrow"], vault, reseal=False)
     except (escrows.EscrowError, OSError) as exc:
         out["problem"] = "unreadable: %s" % exc
         return out
@@ -194,18 +194,6 @@ def _one_client(c, vault):
         out["problem"] = "no client key in the escrow (%s): the client's hosts could not be given it again" % (
             c["escrow"])
     return out
-
-
-def _read_only(path, vault):
-    """read_client_key without its sealing of an older plaintext file (the drill writes nothing)."""
-    try:
-        with open(path, "rb") as f:
-            raw = f.read(4096)
-    except FileNotFoundError:
-        return None
-    if escrows.is_sealed(raw):
-        return escrows.read_client_key(path, vault)
-    return escrows.read_client_key(path, escrows.NO_VAULT)
 
 
 def _undeclared(backup_dir, declared):

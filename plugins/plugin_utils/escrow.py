@@ -321,9 +321,10 @@ def new_client_key():
     return onion.b32(bytes(raw))
 
 
-def read_client_key(path, vault=NO_VAULT):
+def read_client_key(path, vault=NO_VAULT, reseal=True):
     """The client key in `path` (checked, base32 upper case; opened with `vault` when sealed), or None when the
-    file does not exist."""
+    file does not exist. An older plaintext file is sealed in place when the run has a vault secret, unless
+    reseal=False (the restore drill writes nothing)."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError as exc:
@@ -343,7 +344,7 @@ def read_client_key(path, vault=NO_VAULT):
         raise EscrowError("the key file %s does not hold a client key (52 base32 characters, an x25519 private "
                           "key)" % path)
     key = onion.b32(raw)
-    if vault.active and not sealed:
+    if reseal and vault.active and not sealed:
         # an older run's plaintext key, sealed now that the run has a vault secret (the same key)
         try:
             put(path, vault.seal((key + "\n").encode("ascii"), path))
