@@ -167,17 +167,17 @@ class ActionModule(ActionBase):
                                                                  host))
         services = args["services"]
         service_dir = os.path.normpath(args["service_dir"])
-        self._vault = vault = self._escrow_vault(args, host, services)
+        vault = self._escrow_vault(args, host, services)
         escrow = Escrow(args["backup_dir"], host, vault)
         try:
             generation_list = generations(services)
-            authorized, key_files = self._clients(args, host, task_vars, services)
+            authorized, key_files = self._clients(args, host, task_vars, services, vault)
         except _NeedAccess:
             denied = self._access(args, task_vars)
             if denied:
                 return dict(changed=False, denied=denied)
             generation_list = generations(services)
-            authorized, key_files = self._clients(args, host, task_vars, services, create=True)
+            authorized, key_files = self._clients(args, host, task_vars, services, vault, create=True)
         present = [g for g in generation_list if g.get("state", "present") == "present"]
         absent = [{"path": os.path.join(service_dir, g["name"]), "purge": bool(g.get("purge", False))}
                   for g in generation_list if g.get("state", "present") != "present"]
@@ -250,7 +250,7 @@ class ActionModule(ActionBase):
             present=[dict([(k, g.get(k)) for k in SUMMARY_FIELDS] + [("clients", clients(g))]) for g in present],
             **dict((k, v) for k, v in (("diff", out.get("diff")), ("warnings", warnings)) if v))
 
-    def _clients(self, args, host, task_vars, services, create=False):
+    def _clients(self, args, host, task_vars, services, escrow_vault, create=False):
         """onion_services[].clients and authorized_clients without a public key -> {service: authorized_clients}
         (public keys), and the escrow files of the latter. Raises _NeedAccess when a key must be made in
         the escrow first (the host is checked before anything is written)."""
@@ -262,11 +262,11 @@ class ActionModule(ActionBase):
         needed_auth = [k for k in key_files if k["id"] not in vault]
         escrowed = {}
         for item in needed + needed_auth:
-            key = escrows.read_client_key(item["escrow"], self._vault)
+            key = escrows.read_client_key(item["escrow"], escrow_vault)
             if key is None:
                 if not create:
                     raise _NeedAccess()
-                key = escrows.client_key(item["escrow"], self._vault)
+                key = escrows.client_key(item["escrow"], escrow_vault)
             escrowed[item["id"]] = key
         keys = dict(escrowed, **vault)
         authorized = clients({host: services}, backup_dir=backup_dir, private_keys=keys)
