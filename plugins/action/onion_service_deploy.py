@@ -278,19 +278,18 @@ class ActionModule(ActionBase):
         """The escrow's vault: the run's vault secrets (the loader's VaultLib) and onion_service_backup_vault_id.
         Without a vault secret, a run that would write keys to the escrow is refused inside a git work tree whose
         git does not ignore it (escrow.plaintext_problem), and warned once outside git."""
-        vault = escrows.Vault(getattr(getattr(self, "_loader", None), "_vault", None), args.get("backup_vault_id"))
-        if not vault.active and args.get("backup_vault_id"):
-            raise _Fail("%s: onion_service_backup_vault_id is %r, but this run has no vault password: %s. Nothing "
-                        "was changed on %s." % (ROLE, args["backup_vault_id"], escrows.HOW_TO_GIVE_A_VAULT_PASSWORD,
-                                                host))
         writes = args["backup"] or any(s.get("clients") or s.get("authorized_clients") for s in services or []
                                        if isinstance(s, dict))
-        if not vault.active and writes:
-            problem, warning = escrows.plaintext_problem(args["backup_dir"], bool(args.get("backup_plaintext")))
-            if problem:
-                raise _Fail("%s: %s" % (ROLE, problem))
-            if warning:
-                display.warning("%s: %s" % (ROLE, warning))
+        try:
+            vault, warning = escrows.run_vault(getattr(getattr(self, "_loader", None), "_vault", None),
+                                               args.get("backup_vault_id"), args["backup_dir"],
+                                               bool(args.get("backup_plaintext")), writes)
+        except escrows.VaultIdWithoutPassword as exc:
+            raise _Fail("%s: %s. Nothing was changed on %s." % (ROLE, exc, host))
+        except escrows.EscrowError as exc:
+            raise _Fail("%s: %s" % (ROLE, exc))
+        if warning:
+            display.warning("%s: %s" % (ROLE, warning))
         return vault
 
     def _run_module(self, module_args, task_vars):

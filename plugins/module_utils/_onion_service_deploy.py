@@ -42,6 +42,7 @@ def argument_spec():
         remove_all=dict(type="bool", default=False),
         state_file=dict(type="path"),
         restore=dict(type="bool", default=True),
+        adopt=dict(type="bool", default=False),
         config_file=dict(type="path", default="/etc/tor/torrc.d/onionlab_hidden_services.conf"),
         pow=dict(type="bool", default=True),
         pow_supported=dict(type="bool"),

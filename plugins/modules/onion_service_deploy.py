@@ -61,6 +61,10 @@ options:
     description: The role's O(onionlab.tor.onion_service#role:main:onion_service_restore).
     type: bool
     default: true
+  adopt:
+    description: The role's O(onionlab.tor.onion_service#role:main:onion_service_adopt).
+    type: bool
+    default: false
   config_file:
     description: The role's O(onionlab.tor.onion_service#role:main:onion_service_config_file).
     type: path
@@ -254,7 +258,7 @@ def main():
         with connect_module(module) as ctl:
             def manager_for(check_mode):
                 return sm.PersistentManager(ctl, config_file=p["config_file"], check_mode=check_mode,
-                                            run_command=_stdout_of(module))
+                                            run_command=_stdout_of(module), adopt=p["adopt"])
             result = deploy.deploy(p, manager_for, module.check_mode, module._diff, _stdout_of(module))
     except deploy.Refused as exc:
         module.fail_json(msg=str(exc), stage=exc.stage, **exc.details)

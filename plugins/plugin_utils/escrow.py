@@ -128,6 +128,26 @@ def _git_work_tree(path):
         here = parent
 
 
+class VaultIdWithoutPassword(EscrowError):
+    """A vault id was chosen and the run has no vault password."""
+
+
+def run_vault(lib, vault_id, backup_dir, plaintext_allowed, writes):
+    """(the escrow's Vault for this run, the warning to give once or None): the run's vault secrets (`lib`, a
+    loader's VaultLib) and the chosen vault id. A vault id without a password is a VaultIdWithoutPassword; a run
+    without a vault secret that `writes` keys is refused by plaintext_problem (an EscrowError with its message)."""
+    vault = Vault(lib, vault_id)
+    if not vault.active and vault_id:
+        raise VaultIdWithoutPassword("onion_service_backup_vault_id is %r, but this run has no vault password: %s"
+                                     % (vault_id, HOW_TO_GIVE_A_VAULT_PASSWORD))
+    if vault.active or not writes:
+        return vault, None
+    problem, warning = plaintext_problem(backup_dir, plaintext_allowed)
+    if problem:
+        raise EscrowError(problem)
+    return vault, warning
+
+
 def plaintext_problem(backup_dir, allowed=False, run=None):
     """Why the escrow must not be written in plaintext at backup_dir (the run has no vault secret), or None; then
     the second value is the warning to give instead (outside git: plaintext as before, said once). Inside a git

@@ -211,10 +211,12 @@ class PersistentPlan:
                 "services": services}
 
 
-def plan(state, desired, absent=(), exclusive=False, purge=False, clients=None, keys=None, prune=False):
+def plan(state, desired, absent=(), exclusive=False, purge=False, clients=None, keys=None, prune=False,
+         adopt=False):
     """The steps that take tor from `state` (a PersistentState) to what is asked (the arguments
     of PersistentManager.apply), or a ServiceError saying why not. Reads and writes nothing (the
-    keys of generated clients are made here)."""
+    keys of generated clients are made here). adopt: desired services that torrc declares are taken
+    over (_check_adopted): written to the drop-in as tor runs them, torrc left alone."""
     clients = clients or {}
     paths = [s["path"] for s in desired]
     if prune:
@@ -228,7 +230,8 @@ def plan(state, desired, absent=(), exclusive=False, purge=False, clients=None, 
             raise ServiceError("%s is both present and absent" % path)
     steps = PersistentPlan(state.block, _after_block(state.block, desired, absent, exclusive), paths)
     after_paths = [s["path"] for s in steps.after]
-    _check_not_in_torrc(state, desired)
+    adopted = _check_adopted(state, desired) if adopt else []
+    _check_not_in_torrc(state, [s for s in desired if s["path"] not in adopted])
     _check_sandbox(state, desired)
     for service in desired:
         _check_dir(service["path"], state.dirs.get(service["path"]), state, service["dir_group_readable"])
@@ -241,7 +244,7 @@ def plan(state, desired, absent=(), exclusive=False, purge=False, clients=None, 
             steps.client_plans[service["path"]] = _client_files_plan(state.clients.get(service["path"]),
                                                                      clients[service["path"]])
     removed = [s for s in state.block if s["path"] not in after_paths]
-    _plan_drop_in(state, steps, _managed_after(state, desired, steps.after, removed, exclusive))
+    _plan_drop_in(state, steps, _managed_after(state, desired, steps.after, removed, exclusive), bool(adopted))
     if purge:
         steps.purge_dirs = [p for p in absent if state.is_dir.get(p) and p not in after_paths]
     steps.key_writes = _key_writes(state, keys or {})
@@ -284,12 +287,14 @@ def _managed_after(state, desired, after, removed, exclusive):
     return [s for s in after if s["path"] in managed]
 
 
-def _plan_drop_in(state, steps, managed):
+def _plan_drop_in(state, steps, managed, adopting=False):
     if not state.persist:
         return
     steps.drop_in_text = hs.render_drop_in(managed)
     steps.drop_in_change = state.drop_in_text != steps.drop_in_text
-    if not state.config_file or state.included:
+    if not state.config_file or state.included or adopting:
+        # adopting: torrc declares the adopted services and must not %include them a second time; the tor
+        # role's torrc, which %includes the drop-in's directory instead, replaces it
         return
     if state.include:
         if state.torrc_refusal:
@@ -300,8 +305,38 @@ def _plan_drop_in(state, steps, managed):
                               % (state.config_file, state.drop_in))
 
 
+def _check_adopted(state, services):
+    """The paths of `services` that torrc declares and that may be adopted: each must be in tor's block exactly
+    as given (adoption changes no service), and torrc must not %include the drop-in already (tor would read
+    each service twice and refuse to start). A ServiceError otherwise, before anything is written."""
+    running = dict((s["path"], s) for s in state.block)
+    adopted = []
+    for service in services:
+        path = service["path"]
+        if path not in state.torrc_dirs:
+            continue
+        if state.included:
+            raise ServiceError("cannot adopt the service %s: %s declares it and %%includes %s already, so tor would "
+                               "read it twice and refuse to start; move its lines from %s into %s by hand"
+                               % (path, state.torrc_dirs[path], state.drop_in, state.torrc_dirs[path], state.drop_in))
+        if path not in running:
+            raise ServiceError("cannot adopt the service %s: %s declares it but tor does not run it (reload tor, or "
+                               "remove its lines)" % (path, state.torrc_dirs[path]))
+        have, want = _views([running[path]])[0], _views([service])[0]
+        differ = sorted(k for k in set(have) | set(want) if have.get(k) != want.get(k))
+        if differ:
+            raise ServiceError("cannot adopt the service %s: adoption takes a service as tor runs it, and it differs "
+                               "in %s; adopt it as it is, then change it" % (path, ", ".join(differ)))
+        adopted.append(path)
+    return adopted
+
+
 def _check_not_in_torrc(state, services):
     for service in services:
+        if service["path"] in state.torrc_dirs and service["path"] in state.drop_in_paths():
+            raise ServiceError("the service %s is adopted (%s holds it) and %s still declares it: run the "
+                               "onionlab.tor.tor role first, whose torrc %%includes the drop-in's directory instead"
+                               % (service["path"], state.drop_in, state.torrc_dirs[service["path"]]))
         if service["path"] in state.torrc_dirs:
             raise ServiceError("the service %s is defined in %s; manage it there, or remove it from that file "
                                "first (writing it to %s too would make tor refuse to start)"
@@ -593,8 +628,9 @@ def _add_auth_private(result):
 
 class PersistentManager:
     def __init__(self, ctl, config_file=None, persist=True, include=True, check_mode=False,
-                 lock_timeout=DEFAULT_TIMEOUT, run_command=None, probe=True):
+                 lock_timeout=DEFAULT_TIMEOUT, run_command=None, probe=True, adopt=False):
         self.ctl = ctl
+        self.adopt = adopt   # services that torrc declares are taken over (plan's adopt)
         self.probe = probe   # the health check's probe client on services with client authorization (probe_client)
         self.run_command = run_command   # for capabilities.local_modules (tor --list-modules)
         self.check_mode = check_mode
@@ -657,7 +693,7 @@ class PersistentManager:
 
     def _apply_once(self, request):
         state = self.read_state(request["desired"], request["absent"], request["keys"])
-        steps = plan(state, **request)
+        steps = plan(state, adopt=self.adopt, **request)
         self.warnings.extend(steps.warnings)
         if self.check_mode or not steps.changed:
             services = [describe_persistent(s) for s in steps.after]

@@ -269,6 +269,47 @@ def test_defined_in_torrc_refused():
     assert DROP_IN in message
 
 
+# -- adoption (issue 40, 2): services torrc declares taken over as tor runs them -------------------------------
+def test_adopt_writes_the_drop_in_and_leaves_tor_and_torrc_alone():
+    a = service("a", max_streams=5)
+    steps = sm.plan(state([a], torrc_dirs={a["path"]: TORRC}, included=False), [dict(a)], adopt=True)
+    assert steps.drop_in_text == hs.render_drop_in([a]) and steps.drop_in_change and steps.changed
+    assert not steps.set_conf and not steps.include_change and steps.make_dirs == []
+    assert steps.warnings == []     # no "will not survive a restart": torrc still declares it
+    again = sm.plan(state([a], managed=[a], torrc_dirs={a["path"]: TORRC}, included=False), [dict(a)], adopt=True)
+    assert not again.changed
+
+
+def test_adopt_takes_a_service_only_as_tor_runs_it():
+    running = service("a", max_streams=5)
+    message = refused("cannot adopt the service /var/lib/tor/a: adoption takes a service as tor runs it, and it "
+                      "differs in max_streams, ports", state([running], torrc_dirs={running["path"]: TORRC},
+                                                           included=False),
+                      [service("a", port=81, max_streams=6)], adopt=True)
+    assert "adopt it as it is, then change it" in message
+
+
+def test_adopt_refused_where_torrc_includes_the_drop_in_or_tor_does_not_run_it():
+    a = service("a")
+    refused("%s declares it and %%includes %s already, so tor would read it twice" % (TORRC, DROP_IN),
+            state([a], torrc_dirs={a["path"]: TORRC}, included=True), [a], adopt=True)
+    refused("declares it but tor does not run it", state([], torrc_dirs={a["path"]: TORRC}, included=False), [a],
+            adopt=True)
+
+
+def test_adopted_but_still_in_torrc_says_run_the_tor_role():
+    a = service("a")
+    refused("is adopted (%s holds it) and %s still declares it: run the onionlab.tor.tor role first" % (DROP_IN, TORRC),
+            state([a], managed=[a], torrc_dirs={a["path"]: TORRC}, included=False), [a])
+
+
+def test_adopt_manages_a_new_service_beside_the_adopted_as_usual():
+    a, b = service("a"), service("b")
+    steps = sm.plan(state([a], torrc_dirs={a["path"]: TORRC}, included=False), [a, b], adopt=True)
+    assert steps.set_conf and paths(steps.after) == paths([a, b]) and steps.drop_in_text == hs.render_drop_in([a, b])
+    assert not steps.include_change   # torrc declares a: an %include now would make tor read a twice
+
+
 @pytest.mark.parametrize("st, message", [
     (a_dir(mode=0o755), "mode 0755, more open than 0700"),
     (a_dir(mode=0o750), "mode 0750, more open than 0700"),
