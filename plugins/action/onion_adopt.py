@@ -83,7 +83,8 @@ class ActionModule(ActionBase):
                         "adopt_backup_dir=DIR (not the role's default below playbook_dir: a playbook of the "
                         "collection lives in the installed collection). Nothing was changed." % host)
         declared = [e for e in args["declared"] if isinstance(e, dict)]
-        service_dir, found, left_out = adopt.entries(host, self._running(args, task_vars))
+        running = self._running(args, task_vars)
+        service_dir, found, left_out = adopt.entries(host, running)
         known = _declared_names(declared)
         to_adopt = [e for e in found if e["name"] not in known]
         left_out += [(e["name"], "declared in onion_services already") for e in found if e["name"] in known]
@@ -91,7 +92,7 @@ class ActionModule(ActionBase):
             raise _Fail("%s declares onion_services already, and the adoption writes a host's first declaration; add "
                         "the entries of %s to it by hand (they are in this task's result, adopted), then run "
                         "again. Nothing was changed." % (host, ", ".join(e["name"] for e in to_adopt)))
-        imports = self._imports(args, host, [e["name"] for e in found])
+        imports = self._imports(args, host, running)
         entries = to_adopt + [entry for _expanded, _address, entry in imports if entry["name"] not in known]
         changed = self._escrow_imports(args, host, task_vars, imports)
         written, diff, path = self._host_vars(args, host, task_vars, service_dir, entries)
@@ -110,17 +111,21 @@ class ActionModule(ActionBase):
         return out
 
     def _imports(self, args, host, running):
-        """The keys to import, verified: (expanded key, address, entry) each. A name the host's tor runs already is
-        refused; a name the host declares already (an import of an earlier run) is checked against the escrow
-        (_escrow_imports) and not declared again."""
-        out = []
-        names = set(running)
+        """The keys to import, verified: (expanded key, address, entry) each. A name the host's tor runs with another
+        address is refused; one it runs with the imported key's address (an import of an earlier run) is checked
+        against the escrow (_escrow_imports) and not declared again."""
+        out, seen = [], set()
+        addresses = dict((os.path.basename(s["path"]), s.get("onion_address")) for s in running
+                         if s.get("type") == "persistent")
         for item in args["import_keys"]:
-            if item["name"] in names:
-                raise _Fail("import %s: %s runs a service of that name already (or the list names it twice); import "
-                            "the key under another name. Nothing was changed." % (item["name"], host))
-            names.add(item["name"])
-            out.append(adopt.imported(item, _read_file))
+            if item["name"] in seen:
+                raise _Fail("import %s: named twice in import_keys. Nothing was changed." % item["name"])
+            seen.add(item["name"])
+            expanded, address, entry = adopt.imported(item, _read_file)
+            if item["name"] in addresses and addresses[item["name"]] != address:
+                raise _Fail("import %s: %s runs a service of that name already, with the address %s; import the key "
+                            "under another name. Nothing was changed." % (item["name"], host, addresses[item["name"]]))
+            out.append((expanded, address, entry))
         return out
 
     def _escrow_imports(self, args, host, task_vars, imports):

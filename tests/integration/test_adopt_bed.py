@@ -143,7 +143,7 @@ def test_adopt_keeps_every_address_in_tor_at_every_moment(bed, privnet, http_bac
     pw_file = tmp_path / "vault-password"
     pw_file.write_text(password + "\n")
     book = "- ansible.builtin.import_playbook: onionlab.tor.adopt\n"
-    args = ["-i", str(inventory), "--vault-password-file", str(pw_file)]
+    args = ["-i", str(inventory), "--vault-password-file", str(pw_file), "-e", "adopt_hosts=testbed"]
     tor_pid = bed.sh("systemctl show -p MainPID --value %s" % UNIT)[1].strip()
 
     with Reach(tor, privnet.client) as reach:

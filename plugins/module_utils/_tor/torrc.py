@@ -8,6 +8,7 @@ messages about it, tor's own error lines, and secret values hidden."""
 from __future__ import annotations
 
 import json
+import os
 import re
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import config_value
@@ -256,10 +257,20 @@ def verify_refusal(rc, stdout, stderr):
 def dropped(current_lines, new_lines):
     """What the current torrc holds that the new one does not: one item per option line, or per onion
     service with its lines; secret values hidden."""
-    new_items = set(_ITEMS_RE.findall('\n'.join(new_lines)))
+    new_items = set(_item_key(item) for item in _ITEMS_RE.findall('\n'.join(new_lines)))
     return ['\n'.join('%s (value hidden)' % line.split(' ', 1)[0] if is_secret(line.split(' ', 1)[0]) else line
                       for line in item.split('\n'))
-            for item in _ITEMS_RE.findall('\n'.join(current_lines)) if item not in new_items]
+            for item in _ITEMS_RE.findall('\n'.join(current_lines)) if _item_key(item) not in new_items]
+
+
+def _item_key(item):
+    """What an item is compared by: an onion service by its directory as tor resolves it (a trailing slash, as
+    Debian's example torrc writes it, or a ./ is the same directory) and its lines in any order (an adopted
+    service is written to the drop-in in the module's order); another line as it is."""
+    if not item.startswith('HiddenServiceDir '):
+        return item
+    lines = item.split('\n')
+    return (os.path.normpath(lines[0][len('HiddenServiceDir '):].strip()),) + tuple(sorted(lines[1:]))
 
 
 def service_dirs(items):

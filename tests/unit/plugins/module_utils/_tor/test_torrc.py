@@ -46,6 +46,18 @@ def test_non_anonymous_acknowledged_and_complete_passes():
     assert torrc.non_anonymous_problem(SINGLE, [], 0, True) is None
 
 
+def test_a_service_moved_to_a_drop_in_is_not_dropped_whatever_its_slash_or_line_order():
+    """Adoption (issue 40): Debian's example writes HiddenServiceDir with a trailing slash, the drop-in without, and
+    the service's other lines in the module's order."""
+    current = ["HiddenServiceDir /var/lib/tor/hidden_service/", "HiddenServiceMaxStreams 7",
+               "HiddenServicePort 80 127.0.0.1:8080"]
+    new = ["HiddenServiceDir /var/lib/tor/hidden_service", "HiddenServicePort 80 127.0.0.1:8080",
+           "HiddenServiceMaxStreams 7"]
+    assert torrc.dropped(current, new) == []
+    assert torrc.dropped(current, new[:2]) == ["\n".join(current)]   # a line less is a change
+    assert torrc.dropped(["HiddenServiceDir /var/lib/tor/a/"], ["HiddenServiceDir /var/lib/tor/ab"]) != []
+
+
 def test_dropped_groups_services_and_hides_secrets():
     current = ["HiddenServiceDir /var/lib/tor/a", "HiddenServicePort 80 127.0.0.1:8080",
                "HiddenServiceDir /var/lib/tor/b", "HiddenServicePort 81 127.0.0.1:8081",
