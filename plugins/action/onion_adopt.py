@@ -23,6 +23,7 @@ from ansible_collections.onionlab.tor.plugins.plugin_utils.onion_services import
 
 display = Display()
 NAME = "onion_adopt"
+COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HOST_VARS_FILE = "onion_services.yml"
 
 
@@ -82,6 +83,11 @@ class ActionModule(ActionBase):
             raise _Fail("no escrow directory for %s: set onion_service_backup_dir in the inventory, or give -e "
                         "adopt_backup_dir=DIR (not the role's default below playbook_dir: a playbook of the "
                         "collection lives in the installed collection). Nothing was changed." % host)
+        root = os.path.realpath(COLLECTION_ROOT)
+        if os.path.realpath(args["backup_dir"]).startswith(root + os.sep):
+            raise _Fail("the escrow %s is inside the installed collection (a playbook of the collection has its "
+                        "playbook_dir there, even when imported); set onion_service_backup_dir in the inventory to a "
+                        "directory of yours, or give -e adopt_backup_dir=DIR. Nothing was changed." % args["backup_dir"])
         declared = [e for e in args["declared"] if isinstance(e, dict)]
         running = self._running(args, task_vars)
         service_dir, found, left_out = adopt.entries(host, running)
@@ -105,8 +111,8 @@ class ActionModule(ActionBase):
             ansible_facts=facts, backup_dir=args["backup_dir"])
         if diff is not None and self._task.diff:
             out["diff"] = diff
-        out["msg"] = "%s: %d services adopted (%s), %d keys imported, %d left out%s" % (
-            host, len(to_adopt), ", ".join(e["name"] for e in to_adopt) or "none", len(imports), len(left_out),
+        out["msg"] = "adopted: %d (%s); keys imported: %d; left out: %d%s" % (
+            len(to_adopt), ", ".join(e["name"] for e in to_adopt) or "none", len(imports), len(left_out),
             ("; declared in %s" % path) if path and entries else "")
         return out
 

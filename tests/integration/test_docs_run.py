@@ -312,6 +312,7 @@ def _fixed_ports(guide):
 # the control socket stays. Only for guides that run the role: docs/examples use tor_control_port
 # as the module's port.
 BED_ROLE_VARS = {"onionlab.tor.tor": {"tor_control_port": 0},
+                 "onionlab.tor.adopt": {"tor_control_port": 0},   # the playbook runs the tor role
                  # a private network (TestingTorNetwork): Onionbalance's --is-testnet
                  "onionlab.tor.onionbalance": {"onionbalance_testnet": True}}
 
