@@ -253,9 +253,18 @@ def cmd_down(args):
     t0 = time.monotonic()
     teardown_state(state)
     for reg in glob.glob(os.path.join(beds_dir(), 'bed-%s.json' % state.get('run_id'))):
-        os.unlink(reg)
+        _forget(reg)
     print('hosts down in %.1fs' % (time.monotonic() - t0))
     return 0
+
+
+def _forget(reg):
+    """A bed's registry entry removed; one that another process removed meanwhile (a bed of another lane going down
+    between the glob and the read) is no error."""
+    try:
+        os.unlink(reg)
+    except FileNotFoundError:
+        pass
 
 
 def cmd_cleanup(args):
@@ -268,7 +277,7 @@ def cmd_cleanup(args):
             with open(entry['state']) as f:
                 state = json.load(f)
         except (OSError, ValueError, KeyError):
-            os.unlink(reg)
+            _forget(reg)
             continue
         owner = state.get('owner_pid')
         if not args.all and owner and privnet.pid_alive(owner, state.get('owner_starttime')):
@@ -279,7 +288,7 @@ def cmd_cleanup(args):
             continue
         log('cleaning up bed %s in %s' % (state.get('run_id'), state.get('dir')))
         teardown_state(state)
-        os.unlink(reg)
+        _forget(reg)
         n += 1
     for partial in glob.glob(os.path.join(cache_dir(), 'rootfs-*.partial-*')) + glob.glob(
             os.path.join(cache_dir(), 'apt-*.partial-*')):

@@ -38,6 +38,11 @@ case "$version" in
     *) echo "core-venv.sh: unknown ansible-core $version" >&2; exit 2 ;;
 esac
 
+# one maker at a time: the lanes of ./run test ask for the same venv at once on a fresh clone, and two makers
+# racing (rm -rf, venv, pip) leave a broken pip ("cannot import name 'importlib' from pip._internal.metadata")
+mkdir -p .build
+exec 9>".build/venv-$version.lock"
+flock 9
 stamp="$venv/.requirements.sha256"
 want=$( (cat "$req"; "$python" -c 'import sys; print(sys.version)') | sha256sum | cut -d' ' -f1)
 if [ ! -x "$venv/bin/ansible-test" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
