@@ -16,7 +16,7 @@ ARGUMENT_SPEC = dict(
     write_host_vars=dict(type="bool", default=True),
     declared=dict(type="list", elements="raw", default=[]),
     service_dir_default=dict(type="path", default="/var/lib/tor"),
-    import_keys=dict(type="list", elements="dict", default=[], options=dict(
+    import_keys=dict(type="list", elements="dict", default=[], no_log=False, options=dict(
         name=dict(type="str", required=True),
         ports=dict(type="list", elements="raw", required=True),
         key_dir=dict(type="path"),
