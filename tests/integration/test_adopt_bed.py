@@ -1,18 +1,23 @@
 # Copyright (c) 2026, onionlab.tor contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Adopting existing onion services (issue 40, 2): ``ansible-playbook onionlab.tor.adopt`` over ssh at -vvv with a
-vault password, on a bed host (systemd-nspawn, Debian's tor and unit, joined to the private network) whose
-hand-written torrc declares two services (one with client authorization, one written as Debian's example writes
-it, with a trailing slash), and a vanity key imported from a directory as mkp224o writes it.
+"""Adopting existing onion services (issue 40, 2 and its proof): ``ansible-playbook onionlab.tor.adopt`` over ssh at
+-vvv with a vault password, on a bed host (systemd-nspawn, Debian's tor and unit, joined to the private network)
+whose hand-written torrc declares two services (one written as Debian's example writes it, with a trailing slash;
+one with client authorization whose key was put there by hand from a vanity generator), and a second vanity key
+imported from a directory as mkp224o writes it.
 
 * check mode first: says what it would adopt, writes nothing (no host_vars, no drop-in, torrc as it was);
 * the run: host_vars/HOST/onion_services.yml with the same names, ports, options and clients; the keys escrowed
   sealed with the vault password, none of them (in any encoding) in the output; the drop-in holds the services,
   the torrc is the tor role's, which %includes it, and tor was reloaded, never restarted (its PID);
-* GETCONF HiddenServiceDir polled every 0.2 s through the whole run shows every adopted directory at every sample;
+* GETCONF HiddenServiceDir polled every 0.2 s through the whole run shows every adopted directory at every sample,
+  and a client fetching the public service every second through the run gets every answer;
 * the addresses are the same, a fresh client reaches the public service before and after, the client-authorized
   one with the client's key after; the vanity service serves the vanity address;
-* a second run changes nothing; a wrong vanity key (its hostname another address's) is refused, nothing written."""
+* a second run changes nothing; a wrong vanity key (its hostname another address's) is refused, nothing written;
+* the host rebuilt (services, keys, drop-in and torrc gone) and restored by the site's roles from the sealed escrow:
+  the same three addresses, reached again;
+* the restore drill green on that escrow, red on a damaged copy, naming each problem."""
 
 import base64
 import hashlib
@@ -28,7 +33,7 @@ import yaml
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from harness.ansible_run import run_playbook
-from harness.fixtures import _say, running_bed
+from harness.fixtures import _say, running_bed, socks5_http_get
 from harness.reach import Reach, bed_tor
 
 pytestmark = pytest.mark.timeout(1200)
@@ -80,6 +85,29 @@ class Poll(threading.Thread):
         return [(t, dirs, err) for t, dirs, err in self.samples if err or not set(wanted) <= set(dirs)]
 
 
+class Prober(threading.Thread):
+    """An HTTP GET of the service through the private network's client every second, each on circuits of its own (a
+    SOCKS isolation): (time, True or the error) of each."""
+
+    def __init__(self, socks_port, address, token):
+        super().__init__(daemon=True)
+        self.socks_port, self.address, self.token = socks_port, address, token
+        self.attempts, self.stop = [], threading.Event()
+
+    def run(self):
+        n = 0
+        while not self.stop.is_set():
+            n += 1
+            try:
+                status, body = socks5_http_get(self.socks_port, self.address, 80, "/", timeout=20,
+                                               username="adopt-probe-%d" % n)
+                ok = status == 200 and self.token in (body if isinstance(body, str) else body.decode("utf-8", "replace"))
+                self.attempts.append((time.monotonic(), True if ok else "HTTP %d" % status))
+            except Exception as exc:  # noqa: BLE001 - said in the assertion
+                self.attempts.append((time.monotonic(), repr(exc)))
+            self.stop.wait(1.0)
+
+
 def _vanity_dir(path):
     """A directory as mkp224o writes it: hs_ed25519_secret_key, hs_ed25519_public_key, hostname."""
     digest = bytearray(hashlib.sha512(os.urandom(32)).digest())   # an ed25519 seed expanded, as tor does
@@ -110,6 +138,12 @@ def test_adopt_keeps_every_address_in_tor_at_every_moment(bed, privnet, http_bac
         original = f.read()
     lines = HS_LINES % {"public": PUBLIC_DIR, "private": PRIVATE_DIR, "web": http_backend.port}
     client_private, client_public = onion.generate_client_keypair()
+    hand_expanded, hand_address = _vanity_dir(tmp_path / "hand")   # the operator's vanity key, put in place by hand
+    bed.sh("mkdir -p %(d)s && cd %(d)s && echo %(k)s | base64 -d > hs_ed25519_secret_key && echo %(p)s | base64 -d > "
+           "hs_ed25519_public_key && echo %(a)s > hostname && chmod 600 hs_ed25519_secret_key"
+           % {"d": PRIVATE_DIR, "a": hand_address,
+              "k": base64.b64encode((tmp_path / "hand" / "hs_ed25519_secret_key").read_bytes()).decode(),
+              "p": base64.b64encode((tmp_path / "hand" / "hs_ed25519_public_key").read_bytes()).decode()})
     bed.sh("mkdir -p %(d)s/authorized_clients && chown -R debian-tor: %(d)s && chmod 700 %(d)s %(d)s/authorized_clients"
            " && echo descriptor:x25519:%(pub)s > %(d)s/authorized_clients/alice.auth && chown debian-tor: "
            "%(d)s/authorized_clients/alice.auth && cat >> /etc/tor/torrc <<'EOF'\n%(lines)sEOF\n"
@@ -118,6 +152,7 @@ def test_adopt_keeps_every_address_in_tor_at_every_moment(bed, privnet, http_bac
            % {"d": PRIVATE_DIR, "p": PUBLIC_DIR, "pub": client_public, "lines": lines, "unit": UNIT})
     public_address = bed.sh("cat %s/hostname" % PUBLIC_DIR)[1].strip()
     private_address = bed.sh("cat %s/hostname" % PRIVATE_DIR)[1].strip()
+    assert private_address == hand_address
     keys = [bed.sh("base64 -w0 %s/hs_ed25519_secret_key" % d)[1].strip() for d in (PUBLIC_DIR, PRIVATE_DIR)]
     secrets_ = [base64.b64decode(k)[32:] for k in keys]
     vanity_expanded, vanity_address = _vanity_dir(tmp_path / "vanity")
@@ -158,16 +193,23 @@ def test_adopt_keeps_every_address_in_tor_at_every_moment(bed, privnet, http_bac
         with open(torrc_path) as f:
             assert f.read() == original + lines
 
-        poll = Poll(tor)
+        poll, prober = Poll(tor), Prober(privnet.client.socks_port, public_address, http_backend.token)
         poll.start()
+        prober.start()
         try:
-            time.sleep(1.0)   # samples before the run
+            time.sleep(2.0)   # samples before the run
             run = run_playbook(book, tmp_path, extra_args=args + ["-vvv"], timeout=900)
-            time.sleep(1.0)   # and after
+            time.sleep(2.0)   # and after
         finally:
             poll.stop.set()
+            prober.stop.set()
             poll.join()
+            prober.join()
         assert run.rc == 0, run.output
+        failed = [a for a in prober.attempts if a[1] is not True]
+        assert len(prober.attempts) >= 5 and not failed, (len(prober.attempts), failed[:5])
+        _say("adopt: a client fetched the public service %d times during the run (%.1fs), every one answered"
+             % (len(prober.attempts), prober.attempts[-1][0] - prober.attempts[0][0]))
         missing = poll.missing([PUBLIC_DIR, PRIVATE_DIR])
         assert len(poll.samples) > 20 and not missing, (len(poll.samples), missing[:5])
         _say("adopt: %d GETCONF samples over the run (%.1fs), every one with both directories"
@@ -221,3 +263,36 @@ def test_adopt_keeps_every_address_in_tor_at_every_moment(bed, privnet, http_bac
     assert refused.rc != 0, refused.output
     assert "the hostname says %s but the secret key gives %s" % (public_address, vanity_address) in refused.output
     assert not (escrow / host / "wrong").exists()
+
+    # the host rebuilt: its services, keys, drop-in, the role's record and torrc gone; the site's roles restore it
+    # from the sealed escrow, with the same addresses
+    bed.sh("systemctl stop %s && rm -rf %s %s /var/lib/tor/vanity /etc/tor/torrc.d/onionlab_hidden_services.conf "
+           "/etc/tor/torrc.d/.onionlab_hidden_services.conf.role-owned.json" % (UNIT, PUBLIC_DIR, PRIVATE_DIR))
+    with open(torrc_path, "w") as f:
+        f.write(original)
+    bed.sh("systemctl start %s" % UNIT)
+    site = [{"hosts": "testbed", "become": True, "gather_facts": False,
+             "vars": {"tor_torrc_takeover": True},
+             "roles": ["onionlab.tor.tor", "onionlab.tor.onion_service"]}]
+    rebuilt = run_playbook(site, tmp_path, extra_args=args, timeout=600)
+    assert rebuilt.rc == 0, rebuilt.output
+    for d, address in ((PUBLIC_DIR, public_address), (PRIVATE_DIR, private_address),
+                       ("/var/lib/tor/vanity", vanity_address)):
+        assert bed.sh("cat %s/hostname" % d)[1].strip() == address, d
+    with Reach(bed_tor(h), privnet.client) as reach:
+        body, took = reach.fetch(public_address, since=None, deadline=120)
+        assert body.strip() == http_backend.token
+
+    # the restore drill on the escrow the adoption made: green; red on a damaged copy, each problem named
+    drill = "- ansible.builtin.import_playbook: onionlab.tor.restore_drill\n"
+    green = run_playbook(drill, tmp_path, extra_args=args + ["-e", "restore_drill_backup_dir=%s" % escrow])
+    assert green.rc == 0, green.output
+    assert "every declared service restorable: 3 key generations loaded by a scratch tor" in green.output, green.output
+    damaged = tmp_path / "escrow-damaged"
+    shutil.copytree(str(escrow), str(damaged))
+    torn = damaged / host / "hidden_service" / "hs_ed25519_secret_key"
+    torn.write_bytes(torn.read_bytes()[:100])
+    (damaged / host / "vanity" / "hostname").write_text(public_address + "\n")
+    red = run_playbook(drill, tmp_path, extra_args=args + ["-e", "restore_drill_backup_dir=%s" % damaged])
+    assert red.rc != 0 and "2 gaps" in red.output, red.output
+    assert "%s hidden_service: unreadable" % host in red.output and "a key of another service" in red.output, red.output
