@@ -147,24 +147,7 @@ class ActionModule(ActionBase):
 
     # -- the controller's part --------------------------------------------------------------------------------
     def _deploy(self, args, host, task_vars):
-        unknown = unknown_variables(
-            [name for name in task_vars if name.startswith("onion_servi")], args["known_variables"]) \
-            if args["known_variables"] else []
-        if unknown:
-            raise _Fail("%s: unknown variable(s) %s. The role reads only the variables of its argument spec "
-                        "(ansible-doc -t role onionlab.tor.onion_service); rename or remove them. Nothing was "
-                        "changed on %s." % (ROLE, ", ".join(u["text"] for u in unknown), host))
-        if not args["backup_dir"]:
-            raise _Fail("%s: backup_dir (onion_service_backup_dir) is required" % ROLE)
-        problem = name_problem(host, "inventory host name")
-        if problem:
-            raise _Fail("%s: %s; rename the host in the inventory (or give it an alias). Nothing was changed."
-                        % (ROLE, problem))
-        problem = service_dir_problem(args["service_dir"])
-        if problem:
-            raise _Fail("%s: onion_service_dir: the value %s %s; it begins every service's HiddenServiceDir line of the "
-                        "drop-in. Nothing was changed on %s." % (ROLE, config_value.shown(args["service_dir"]), problem,
-                                                                 host))
+        self._check(args, host, task_vars)
         services = args["services"]
         service_dir = os.path.normpath(args["service_dir"])
         vault = self._escrow_vault(args, host, services)
@@ -193,12 +176,7 @@ class ActionModule(ActionBase):
         check_mode = self._task.check_mode
         opener = None
         if args["backup"] and not check_mode:
-            # a key the escrow holds in plaintext while the run has a vault secret: the host sends it back, and
-            # it is written sealed (an older escrow sealed by the next run that writes)
-            module_args["escrow_sums"] = dict(
-                (paths[name], deploy.file_sum(data) if data is not None and not (
-                    vault.active and not escrow.sealed(name, KEY_FILE)) else None)
-                for name, (data, _hostname) in escrowed.items())
+            module_args["escrow_sums"] = self._escrow_sums(escrowed, vault, paths)
             opener, module_args["escrow_seal"] = seal.new_key_pair()
         out = self._run_module(module_args, task_vars)
         updates = out.pop("escrow_updates", None) or {}
@@ -225,21 +203,8 @@ class ActionModule(ActionBase):
         )
         warnings = list(out.get("warnings") or [])
         if args["backup"] and not check_mode:
-            by_name = dict((v, k) for k, v in paths.items())
-            for path, box in sorted(updates.items()):
-                name = by_name[path]
-                replaced = escrow.write_key(name, seal.open_box(opener, box))
-                if replaced:
-                    warnings.append(
-                        "%s: %s on %s now serves %s, not the escrowed key of %s; the escrowed key is kept in %s "
-                        "(restore it by putting it back in %s, or through onion_service_private_keys)"
-                        % (ROLE, paths[name], host, facts["onion_service_directory_addresses"].get(name), replaced,
-                           escrow.path(name, REPLACED, replaced), escrow.path(name)))
-            for g in present:
-                escrow.directories(g["name"])
-            for name, value in sorted(facts["onion_service_directory_addresses"].items()):
-                if value:
-                    escrow.write_hostname(name, value)
+            warnings += self._escrow_back(escrow, host, paths, present, facts["onion_service_directory_addresses"],
+                                          dict((path, seal.open_box(opener, box)) for path, box in updates.items()))
         if key_files:
             display.display("%s on %s: the keys of authorized_clients given without a public key are kept in %s"
                             % (ROLE, host, ", ".join(k["escrow"] for k in key_files)))
@@ -249,6 +214,58 @@ class ActionModule(ActionBase):
             client_key_files=[k["escrow"] for k in key_files],
             present=[dict([(k, g.get(k)) for k in SUMMARY_FIELDS] + [("clients", clients(g))]) for g in present],
             **dict((k, v) for k, v in (("diff", out.get("diff")), ("warnings", warnings)) if v))
+
+    @staticmethod
+    def _escrow_sums(escrowed, vault, paths):
+        """{service directory: the sha256 of its escrowed key file} for the host, which sends back each key whose
+        file differs (seal.py). None where the escrow holds no key, or holds it in plaintext while the run has a
+        vault secret: the host sends it back, and it is written sealed (an older escrow sealed by the next run that
+        writes)."""
+        return dict((paths[name], deploy.file_sum(data) if data is not None and not (vault.active and not sealed)
+                     else None) for name, (data, _hostname, sealed) in escrowed.items())
+
+    @staticmethod
+    def _escrow_back(escrow, host, paths, present, addresses, updates):
+        """The keys the host sent back ({service directory: key file bytes}, opened) and every generation's address
+        written to the escrow; the warnings (an escrowed key replaced, kept under replaced/)."""
+        warnings = []
+        by_name = dict((v, k) for k, v in paths.items())
+        for path, data in sorted(updates.items()):
+            name = by_name[path]
+            replaced = escrow.write_key(name, data)
+            if replaced:
+                warnings.append(
+                    "%s: %s on %s now serves %s, not the escrowed key of %s; the escrowed key is kept in %s "
+                    "(restore it by putting it back in %s, or through onion_service_private_keys)"
+                    % (ROLE, paths[name], host, addresses.get(name), replaced, escrow.path(name, REPLACED, replaced),
+                       escrow.path(name)))
+        for g in present:
+            escrow.directories(g["name"])
+        for name, value in sorted(addresses.items()):
+            if value:
+                escrow.write_hostname(name, value)
+        return warnings
+
+    def _check(self, args, host, task_vars):
+        """The play's variables and the host's name, before anything is read (a _Fail naming the fix)."""
+        unknown = unknown_variables(
+            [name for name in task_vars if name.startswith("onion_servi")], args["known_variables"]) \
+            if args["known_variables"] else []
+        if unknown:
+            raise _Fail("%s: unknown variable(s) %s. The role reads only the variables of its argument spec "
+                        "(ansible-doc -t role onionlab.tor.onion_service); rename or remove them. Nothing was "
+                        "changed on %s." % (ROLE, ", ".join(u["text"] for u in unknown), host))
+        if not args["backup_dir"]:
+            raise _Fail("%s: backup_dir (onion_service_backup_dir) is required" % ROLE)
+        problem = name_problem(host, "inventory host name")
+        if problem:
+            raise _Fail("%s: %s; rename the host in the inventory (or give it an alias). Nothing was changed."
+                        % (ROLE, problem))
+        problem = service_dir_problem(args["service_dir"])
+        if problem:
+            raise _Fail("%s: onion_service_dir: the value %s %s; it begins every service's HiddenServiceDir line of the "
+                        "drop-in. Nothing was changed on %s." % (ROLE, config_value.shown(args["service_dir"]), problem,
+                                                                 host))
 
     def _clients(self, args, host, task_vars, services, escrow_vault, create=False):
         """onion_services[].clients and authorized_clients without a public key -> {service: authorized_clients}
@@ -339,13 +356,14 @@ class ActionModule(ActionBase):
 
     @staticmethod
     def _escrowed(escrow, host, present):
-        """{directory name: (its escrowed key file's bytes, its hostname file's bytes), each or None}, read
-        before the host is asked anything; a link below the escrow's root (or a file that cannot be read)
-        fails the run, naming the service."""
+        """{directory name: (its escrowed key file's bytes, its hostname file's bytes, whether the key file is
+        sealed)}, each None where there is no such file, read once before the host is asked anything; a link below
+        the escrow's root (or a file that cannot be read) fails the run, naming the service."""
         out = {}
         for g in present:
             try:
-                out[g["name"]] = (escrow.read(g["name"], KEY_FILE), escrow.read(g["name"], HOSTNAME))
+                key = escrow.read_with_seal(g["name"], KEY_FILE)
+                out[g["name"]] = (key[0], escrow.read(g["name"], HOSTNAME), key[1])
             except (EscrowError, OSError) as exc:
                 raise _Fail("%s: the escrow of service %s of %s cannot be read: %s. Nothing was changed on %s."
                             % (ROLE, g["name"], host, redacted(exc), host))
@@ -359,7 +377,7 @@ class ActionModule(ActionBase):
         key), and ignores it otherwise (the host's own key then goes back to the escrow, the other kept under
         replaced/)."""
         keys, refused = {}, {}
-        for name, (data, hostname) in sorted(escrowed.items()):
+        for name, (data, hostname, _sealed) in sorted(escrowed.items()):
             if data is None:
                 continue
             problem = escrow.key_problem(name, data, hostname)

@@ -451,6 +451,12 @@ class Escrow(object):
         raw, st = found
         return self.vault.open(raw, self.path(name, filename)), st, is_sealed(raw)
 
+    def read_with_seal(self, name, filename):
+        """(the bytes of service directory `name`'s file, opened, or None; whether the file is sealed, or None when
+        there is none): one read."""
+        found = self._read_sealed(name, filename)
+        return (None, None) if found is None else (found[0], found[2])
+
     def sealed(self, name, filename):
         """Whether service directory `name`'s file is sealed with ansible-vault (None when it does not exist)."""
         raw = read_below(self.root, self._parts(name), filename)
