@@ -49,29 +49,36 @@ class ActionModule(ActionBase):
                 return dict(result, failed=True, msg="escrow_drill: the summary file %s cannot be read: %s"
                                                      % (args["summary_file"], exc))
         vault = escrow.Vault(getattr(self._loader, "_vault", None))
+        # the Onionbalance frontends the inventory declares: hosts that give the onionbalance role its backends
+        frontends = sorted(set(str(hostvars[h].get("onionbalance_name") or "frontend") for h in names
+                               if hostvars[h].get("onionbalance_backends")))
         try:
             if args["tor"]:
                 with drill.ScratchTor(args["tor_binary"]) as tor:
                     found = drill.examine(backup_dir, services, vault, summary, tor,
-                                          inventory=list(hostvars))
+                                          inventory=list(hostvars), frontends=frontends)
             else:
-                found = drill.examine(backup_dir, services, vault, summary, None, inventory=list(hostvars))
+                found = drill.examine(backup_dir, services, vault, summary, None, inventory=list(hostvars),
+                                      frontends=frontends)
         except (OSError, TorError) as exc:
             return dict(result, failed=True, msg="escrow_drill: %s" % exc)
         result.update(found, changed=False)
         problems = ["%s %s%s: %s" % (f.get("host"), f.get("service") or "",
                                      (" client %s" % f["client"]) if f.get("client") else "", f["problem"])
                     for f in found["services"] + found["clients"] if f.get("problem")]
+        problems += ["Onionbalance frontend %s: %s" % (f["frontend"], f["problem"]) for f in found["frontends"]
+                     if f.get("problem")]
         drilled = len([f for f in found["services"] if f.get("service")])
         if problems:
             result.update(failed=True, msg="escrow_drill: %d of %d key generations and %d client keys drilled, %d "
                                            "gaps: %s" % (drilled - len([f for f in found["services"] if f.get("problem")]),
                                                          drilled, len(found["clients"]), len(problems), "; ".join(problems)))
         else:
-            result["msg"] = ("escrow_drill: every declared service restorable: %d key generations%s, %d client keys; "
-                             "%d escrowed keys of no declared service" % (
+            result["msg"] = ("escrow_drill: every declared service restorable: %d key generations%s, %d client keys, "
+                             "%d Onionbalance frontend keys; %d escrowed keys of no declared service" % (
                                  drilled, " loaded by a scratch tor" if found["tor_checked"] else
-                                 " (files only: tor not asked)", len(found["clients"]), len(found["undeclared"])))
+                                 " (files only: tor not asked)", len(found["clients"]), len(found["frontends"]),
+                                 len(found["undeclared"])))
         result["report"] = [result["msg"]] + ["escrowed, declared nowhere: %s" % u["escrow"]
                                               for u in found["undeclared"]]
         return result

@@ -17,7 +17,8 @@ description:
     on the controller (C(DisableNetwork 1), a temporary data directory, stopped by its PID) must load it with
     C(ADD_ONION) and give the same address. With O(summary_file), the role's summary must name the same address.
     Every client key the escrow must hold (C(onion_services[].clients), C(authorized_clients) without a public key)
-    must be there and be an x25519 key.
+    must be there and be an x25519 key. Every Onionbalance frontend key the escrow holds, and every frontend the
+    inventory declares (a host that sets C(onionbalance_backends), its C(onionbalance_name)), is drilled the same way.
   - Escrowed keys sealed with ansible-vault are opened with the run's vault secrets.
   - "The task fails, listing each gap, when any declared service or client could not be restored from the escrow.
     Keys of no declared service (a service removed from the inventory, a host gone) are listed in RV(undeclared)
@@ -110,6 +111,13 @@ services:
       type: str
 clients:
   description: One entry per client key the escrow must hold (client, escrow path, problem).
+  returned: always
+  type: list
+  elements: dict
+frontends:
+  description: One entry per Onionbalance frontend key (C(frontend), its C(onionbalance_name); C(escrow), C(address),
+    C(tor_address), C(problem)), every one the escrow holds (C(onionbalance/NAME/)) and every one the inventory
+    declares (a host that sets C(onionbalance_backends)).
   returned: always
   type: list
   elements: dict

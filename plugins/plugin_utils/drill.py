@@ -101,6 +101,9 @@ class ScratchTor(object):
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
+FRONTENDS = "onionbalance"   # the escrow's directory of the Onionbalance frontends' keys (the onionbalance role's)
+
+
 def _summary_addresses(summary):
     """{(host, service): (address, previous address)} of the summary file's entries."""
     out = {}
@@ -111,10 +114,13 @@ def _summary_addresses(summary):
     return out
 
 
-def examine(backup_dir, services_by_host, vault=escrows.NO_VAULT, summary=None, tor=None, inventory=None):
-    """The drill's findings: {"services": [...], "clients": [...], "undeclared": [...], "gaps": N}. Each service
-    finding: host, service, directory, generation, address (the escrowed one), tor_address, problem (None: it
-    would restore). tor: a ScratchTor (None: the tor check is left out, and said so)."""
+def examine(backup_dir, services_by_host, vault=escrows.NO_VAULT, summary=None, tor=None, inventory=None,
+            frontends=()):
+    """The drill's findings: {"services": [...], "clients": [...], "frontends": [...], "undeclared": [...],
+    "gaps": N}. Each service finding: host, service, directory, generation, address (the escrowed one),
+    tor_address, problem (None: it would restore). tor: a ScratchTor (None: the tor check is left out, and said
+    so). frontends: the onionbalance_name of each Onionbalance frontend the inventory declares, whose key the escrow
+    must hold (DIR/onionbalance/NAME/); every frontend key the escrow holds is drilled too."""
     said = _summary_addresses(summary)
     services_out, clients_out, declared = [], [], set()
     for host in sorted(services_by_host):
@@ -140,9 +146,27 @@ def examine(backup_dir, services_by_host, vault=escrows.NO_VAULT, summary=None, 
         for c in wanted:
             clients_out.append(_one_client(c, vault))
     undeclared = _undeclared(backup_dir, declared)
-    gaps = sum(1 for f in services_out + clients_out if f.get("problem"))
-    return {"services": services_out, "clients": clients_out, "undeclared": undeclared, "gaps": gaps,
-            "tor_checked": tor is not None}
+    frontends_out = _frontends(backup_dir, frontends, vault, tor)
+    gaps = sum(1 for f in services_out + clients_out + frontends_out if f.get("problem"))
+    return {"services": services_out, "clients": clients_out, "frontends": frontends_out, "undeclared": undeclared,
+            "gaps": gaps, "tor_checked": tor is not None}
+
+
+def _frontends(backup_dir, declared, vault, tor):
+    """[{frontend, escrow, address, tor_address, problem}] of every Onionbalance frontend key the escrow holds and
+    every one the inventory declares (one it lacks: a rebuilt frontend would get a new address)."""
+    esc = escrows.Escrow(backup_dir, FRONTENDS, vault)
+    held = set()
+    root = os.path.join(backup_dir, FRONTENDS)
+    if os.path.isdir(root) and not os.path.islink(root):
+        held = set(n for n in os.listdir(root) if os.path.isdir(os.path.join(root, n)))
+    out = []
+    for name in sorted(held | set(declared)):
+        g = {"name": name, "service": name, "generation": "current"}
+        finding = _one_service(esc, FRONTENDS, g, {}, tor)
+        out.append(dict(("frontend" if k == "service" else k, v) for k, v in finding.items()
+                        if k not in ("host", "directory", "generation")))
+    return out
 
 
 def _one_service(esc, host, g, said, tor):
@@ -203,7 +227,7 @@ def _undeclared(backup_dir, declared):
         return out
     for host in sorted(os.listdir(backup_dir)):
         host_dir = os.path.join(backup_dir, host)
-        if host == "onionbalance" or not os.path.isdir(host_dir) or os.path.islink(host_dir):
+        if host == FRONTENDS or not os.path.isdir(host_dir) or os.path.islink(host_dir):
             continue
         for name in sorted(os.listdir(host_dir)):
             path = os.path.join(host_dir, name)

@@ -98,3 +98,24 @@ def test_a_sealed_escrow_needs_the_vault_and_the_drill_writes_nothing(tmp_path):
     before = open(client, "rb").read()
     assert drill.examine(str(plain), SERVICES, vault=vault)["gaps"] == 0
     assert open(client, "rb").read() == before        # not sealed by the drill
+
+
+def test_onionbalance_frontend_keys_are_drilled_held_and_declared(tmp_path):
+    """Every frontend key the escrow holds (onionbalance/NAME/) is drilled; a frontend the inventory declares and the
+    escrow lacks is a gap; a torn frontend key is one."""
+    _escrow(tmp_path)
+    front = esc.Escrow(str(tmp_path), drill.FRONTENDS)
+    key = onion.SECRET_HEADER + os.urandom(64)
+    front.write_key("shop", key)
+    front.write_hostname("shop", esc.key_address(key))
+    tor = _Tor()
+    found = drill.examine(str(tmp_path), SERVICES, tor=tor, frontends=["shop"])
+    assert found["gaps"] == 0 and tor.loaded == 3, found
+    assert found["frontends"] == [{"frontend": "shop", "escrow": front.path("shop"), "address": esc.key_address(key),
+                                   "tor_address": esc.key_address(key), "problem": None}]
+    assert [u["directory"] for u in found["undeclared"]] == ["gone"]     # a frontend is not an undeclared key
+    missing = drill.examine(str(tmp_path), SERVICES, tor=_Tor(), frontends=["shop", "blog"])
+    assert missing["gaps"] == 1 and "no key in the escrow" in missing["frontends"][0]["problem"], missing
+    (tmp_path / drill.FRONTENDS / "shop" / esc.KEY_FILE).write_bytes(key[:40])
+    torn = drill.examine(str(tmp_path), SERVICES, tor=_Tor())
+    assert torn["gaps"] == 1 and "not a tor ed25519 secret key file" in torn["frontends"][0]["problem"], torn
