@@ -89,11 +89,11 @@ except ImportError:  # pragma: no cover (plain Python in unit tests)
         pass
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
+from ansible_collections.onionlab.tor.plugins.plugin_utils.onion_services import NAME_RE   # a service's name
 
 MARKER = "# onionlab.tor.onion_location:"
 MARKER_RE = re.compile(r"^# onionlab\.tor\.onion_location: service=(\S+) host=(\S+)")
 # \Z, not $: $ also matches before a newline at the end, which would reach the snippet
-NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}\Z")       # onion_service_generations' service names
 HOST_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,252}\Z")
 SNIPPET_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,200}\.conf\Z")
 SCHEME_RE = re.compile(r"^https?://")

@@ -17,7 +17,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.plugin_utils.onion_services import (
     CLIENT_NAME_RE,
     GENERATION_SUFFIX_RE,
-    SERVICE_NAME_RE,
+    NAME_RE,
 )
 
 HOST_VARS_HEADER = ("# Written by ansible-playbook onionlab.tor.adopt: the onion services this host ran before the\n"
@@ -84,8 +84,8 @@ def entries(host, running):
     for service in persistent:
         name = os.path.basename(service["path"])
         where = "%s: the service %s" % (host, service["path"])
-        if not SERVICE_NAME_RE.match(name) or GENERATION_SUFFIX_RE.search(name):
-            raise AdoptError("%s: its directory's name is not one the onion_service role keeps (1-64 letters, digits, "
+        if not NAME_RE.match(name) or GENERATION_SUFFIX_RE.search(name):
+            raise AdoptError("%s: its directory's name is not one the onion_service role keeps (1-128 letters, digits, "
                              "'-', '_' or '.', not ending in .k<N>); rename the directory (stop tor, rename, change "
                              "torrc, start tor) and run again" % where)
         if not service.get("onion_address"):
@@ -107,7 +107,7 @@ def imported(item, read_file):
     ED25519-V3 blob) with hostname. Verified first (onion.import_key): a key that does not give the hostname's
     address, or a public key that is not its own, is an AdoptError naming what disagrees, never the key."""
     name = item["name"]
-    if not SERVICE_NAME_RE.match(name) or GENERATION_SUFFIX_RE.search(name):
+    if not NAME_RE.match(name) or GENERATION_SUFFIX_RE.search(name):
         raise AdoptError("import %s: not a service name the onion_service role keeps" % name)
     try:
         if item.get("key_dir"):

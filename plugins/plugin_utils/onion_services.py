@@ -39,6 +39,7 @@ class OnionServicesError(ValueError):
 
 # -- key generations (service key rotation) -----------------------------------------------------------------
 # \Z, not $: $ also matches before a newline at the end of the text
+# a service's name (its directory under onion_service_dir), the one rule of every place that reads one
 NAME_RE = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}\Z')
 GENERATION_SUFFIX_RE = re.compile(r'\.k[0-9]+\Z')
 UNTIL_RE = re.compile(r'^(\d{4})-(\d\d)-(\d\d)(?:[T ](\d\d):(\d\d)(?::(\d\d))?Z?)?\Z')
@@ -132,7 +133,6 @@ def generations(services, now=None):
 # -- clients (onion_services[].clients) -----------------------------------------------------------------------
 CLIENT_NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,16}\Z")
 # a service name is a directory name on the server and in the escrow
-SERVICE_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}\Z")
 CLIENT_KEYS = frozenset(("name", "hosts", "key", "state", "public_key"))
 
 
@@ -184,9 +184,9 @@ def _clients_of(server, service, index, backup_dir, inventory):
     if name_problem(server, "inventory host name"):
         _fail(where, name_problem(server, "inventory host name"))
     name = service.get("name")
-    if not isinstance(name, str) or not SERVICE_NAME_RE.match(name):
+    if not isinstance(name, str) or not NAME_RE.match(name):
         _fail(where, "a service with clients needs a name of letters, digits, '-', '_' and '.' "
-                     "(not starting with '.' or '-'), at most 64")
+                     "(not starting with '.' or '-'), at most 128")
     where = "%s: service %s" % (server, name)
     if service.get("authorized_clients") is not None:
         _fail(where, "clients and authorized_clients are mutually exclusive; use clients")
@@ -366,9 +366,9 @@ def _authorized_entries(services, server, backup_dir):
             continue
         name = service.get("name")
         where = "%s: onion_services[%d]" % (server, index)
-        if not isinstance(name, str) or not SERVICE_NAME_RE.match(name):
+        if not isinstance(name, str) or not NAME_RE.match(name):
             _afail(where, "a service with authorized_clients needs a name of letters, digits, '-', '_' and '.' "
-                          "(not starting with '.' or '-'), at most 64")
+                          "(not starting with '.' or '-'), at most 128")
         where = "%s: service %s" % (server, name)
         given = service["authorized_clients"]
         if not isinstance(given, list):

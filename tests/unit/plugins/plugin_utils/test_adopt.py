@@ -46,7 +46,7 @@ def test_pow_on_is_kept_as_it_is():
 @pytest.mark.parametrize("services, message", [
     ([running("/var/lib/tor/a"), running("/srv/onion/b")], "live in 2 directories (/srv/onion, /var/lib/tor)"),
     ([running("/var/lib/tor/web.k2")], "its directory's name is not one the onion_service role keeps"),
-    ([running("/var/lib/tor/" + "a" * 65)], "its directory's name is not one"),
+    ([running("/var/lib/tor/" + "a" * 129)], "its directory's name is not one"),
     ([running("/var/lib/tor/a", address=None)], "its address cannot be read"),
     ([running("/var/lib/tor/a", clients=[{"name": "a" * 17, "public_key": CLIENT}])],
      "the client file %s.auth has a name the onion_service role cannot keep" % ("a" * 17)),
