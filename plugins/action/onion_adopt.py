@@ -99,9 +99,12 @@ class ActionModule(ActionBase):
                         "the entries of %s to it by hand (they are in this task's result, adopted), then run "
                         "again. Nothing was changed." % (host, ", ".join(e["name"] for e in to_adopt)))
         imports = self._imports(args, host, running)
-        entries = to_adopt + [entry for _expanded, _address, entry in imports if entry["name"] not in known]
-        changed = self._escrow_imports(args, host, task_vars, imports)
-        written, diff, path = self._host_vars(args, host, task_vars, service_dir, entries)
+        # an import of an earlier run: declared already, or running already and adopted above
+        taken = known | set(e["name"] for e in found)
+        entries = to_adopt + [entry for _expanded, _address, entry in imports if entry["name"] not in taken]
+        path, text = self._host_vars(args, host, task_vars, service_dir, entries)   # refused before any write
+        changed = self._escrow_imports(args, host, imports)
+        written, diff = self._write_host_vars(path, text)
         facts = {"onion_adopt_services": declared + entries,
                  "onion_adopt_service_dir": (service_dir if to_adopt else None)
                  or task_vars.get("onion_service_dir") or args["service_dir_default"]}
@@ -134,7 +137,7 @@ class ActionModule(ActionBase):
             out.append((expanded, address, entry))
         return out
 
-    def _escrow_imports(self, args, host, task_vars, imports):
+    def _escrow_imports(self, args, host, imports):
         """The imported keys into the escrow (sealed when the run has a vault password), where the onion_service role
         restores them from; one the escrow holds differently for that name is refused before anything is written."""
         if not imports:
@@ -161,10 +164,10 @@ class ActionModule(ActionBase):
         return bool(writes)
 
     def _host_vars(self, args, host, task_vars, service_dir, entries):
-        """(written, diff, path) of host_vars_dir/HOST/onion_services.yml: written when absent; the same text again is
-        no change; another text is refused (nothing lost)."""
+        """(path, the text to write or None) of host_vars_dir/HOST/onion_services.yml: written when absent; the same
+        text again is no change; another text is refused (nothing lost). (None, None): nothing to write."""
         if not entries or not args["write_host_vars"]:
-            return False, None, None
+            return None, None
         base = args["host_vars_dir"] or (os.path.join(task_vars["inventory_dir"], "host_vars")
                                          if task_vars.get("inventory_dir") else None)
         if not base:
@@ -176,13 +179,20 @@ class ActionModule(ActionBase):
         except OSError as exc:
             raise _Fail("%s cannot be read: %s" % (path, exc.strerror))
         if old is not None and old.decode("utf-8", "replace") == text:
-            return False, None, path
+            return path, None
         if old is not None:
             raise _Fail("%s exists and declares something else; the adoption does not overwrite it. Move it away "
                         "(or merge the entries of this task's result, adopted, into it by hand) and run again. "
                         "Nothing was changed." % path)
+        return path, text
+
+    def _write_host_vars(self, path, text):
+        """(written, diff): the file written (not in check mode), its directories made."""
+        if text is None:
+            return False, None
         diff = {"before_header": path, "before": "", "after_header": path, "after": text}
         if not self._task.check_mode:
+            base = os.path.dirname(os.path.dirname(path))
             for directory in (base, os.path.dirname(path)):
                 try:
                     os.mkdir(directory, 0o755)
@@ -190,4 +200,4 @@ class ActionModule(ActionBase):
                     if exc.errno != errno.EEXIST:
                         raise
             files.atomic_write(path, text.encode("utf-8"), 0o644)
-        return True, diff, path
+        return True, diff
