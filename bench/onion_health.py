@@ -1,24 +1,29 @@
 #!/usr/bin/env python3
 # Copyright (c) 2026, onionlab.tor contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Benchmark: the cost of one tor_onion_health check (the watchdog's check) per service, against a plain
-`GETINFO version` round trip on the same control connection, in the same run.
+"""Benchmark: the cost of one tor_onion_health check (the watchdog's check: every layer, tor, descriptor, backend,
+introduction and reach) per service, against a plain `GETINFO version` round trip on the same control connection,
+in the same run (issue 38: the verdict's cost at 1, 10 and 50 services).
 
-On the private Tor network (tests/harness/privnet.py; --privnet DIR uses a running one), N ephemeral services
-on its onion-service tor, each waited for until healthy. Then, repetition by repetition in alternation: one
-check of all N services (onion_health.check: consensus and microdescriptors read and parsed, the ring, the own
-descriptors, one HSFETCH per service to every responsible HSDir and its events), and one GETINFO round trip.
-For each: the process's CPU time and the bytes sent and received on the control connection; the check's wall
-time too (it waits on the network). Per service = the check's figures / N. The ratio check/GETINFO is printed.
+On a private Tor network of its own (tests/harness/privnet.py): one more tor with a
+SocksPort on 127.0.0.1 (the reach layer's fresh client is the service's own tor), N ephemeral services on it in front
+of a local HTTP server, each waited for until the whole verdict is healthy (a fresh client got an answer). Then,
+repetition by repetition in alternation: one check of all N services and one GETINFO round trip. For each: this
+process's CPU time, the service tor's CPU time (its /proc/PID/stat), the circuits tor launched meanwhile (CIRC
+LAUNCHED on a second control connection), the bytes on the control connection, and the check's wall time (it waits
+on the network). Per service = the check's figures / N. The ratio check/GETINFO (this process's CPU) is printed.
 
-Usage: .venv/bin/python bench/onion_health.py [--services 1,4] [--reps 10] [--privnet DIR]
+Usage: .venv/bin/python bench/onion_health.py [--services 1,10,50] [--reps 5]
 """
 
 from __future__ import annotations
 
 import argparse
+import http.server
+import os
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -56,65 +61,103 @@ class Counted(object):
         return getattr(self._sock, name)
 
 
-def measure(fn, counted):
+class _Backend(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = b"ok"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def tor_cpu(pid):
+    """The tor process's CPU seconds so far (utime + stime of /proc/PID/stat)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def launched(watch):
+    """CIRC LAUNCHED events that arrived on the watching connection since the last call."""
+    n = 0
+    while True:
+        event = watch.sock.wait_event(0.0)
+        if event is None:
+            return n
+        words = event.lines[0].text.split()     # CIRC <id> LAUNCHED ...
+        n += 1 if len(words) >= 3 and words[0] == "CIRC" and words[2] == "LAUNCHED" else 0
+
+
+def measure(fn, counted, pid, watch):
+    launched(watch)
     sent, received = counted.sent, counted.received
-    cpu, wall = time.process_time(), time.monotonic()
+    cpu, tor, wall = time.process_time(), tor_cpu(pid), time.monotonic()
     fn()
-    return time.process_time() - cpu, time.monotonic() - wall, counted.sent - sent + counted.received - received
+    return (time.process_time() - cpu, time.monotonic() - wall, counted.sent - sent + counted.received - received,
+            tor_cpu(pid) - tor, launched(watch))
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--services", default="1,4", help="comma-separated numbers of services")
-    ap.add_argument("--reps", type=int, default=10)
-    ap.add_argument("--privnet", help="directory of a running privnet (tests/harness/privnet.py start --dir)")
+    ap.add_argument("--services", default="1,10,50", help="comma-separated numbers of services")
+    ap.add_argument("--reps", type=int, default=5)
     args = ap.parse_args()
     link_collection()
     from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion_health
     from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 
-    net = None
-    if args.privnet:
-        onion_ctl = pn.read_state(args.privnet)["onion"]
-    else:
-        net = pn.PrivNet(ready_timeout=120)
-        net.start()
-        onion_ctl = net.onion.info()
+    backend = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Backend)
+    threading.Thread(target=backend.serve_forever, daemon=True).start()
+    net = pn.PrivNet(ready_timeout=120)
+    net.start()
     try:
-        with connect(port=onion_ctl["control_port"], cookie_path=onion_ctl["cookie_path"], timeout=60) as ctl:
+        info = net.add_tor("health", socks=True).info()
+        with connect(port=info["control_port"], cookie_path=info["cookie_path"], timeout=60) as ctl, \
+                connect(port=info["control_port"], cookie_path=info["cookie_path"], timeout=60) as watch:
+            watch.request("SETEVENTS", ["CIRC"])
             counted = Counted(ctl.sock._sock)
             ctl.sock._sock = counted
             made = []
-            print("%-9s %12s %12s %12s %14s %10s" % ("services", "CPU ms/svc", "wall s", "bytes/svc", "GETINFO CPU ms",
-                                                      "CPU ratio"))
+            print("tor %s, %d CPU(s); backend 127.0.0.1:%d" % (ctl.get_info("version")["version"], os.cpu_count(),
+                                                               backend.server_address[1]))
+            print("%-9s %12s %12s %10s %10s %12s %14s %10s" % (
+                "services", "CPU ms/svc", "tor ms/svc", "circ/svc", "wall s", "bytes/svc", "GETINFO CPU ms",
+                "CPU ratio"))
             for n in [int(x) for x in args.services.split(",")]:
                 while len(made) < n:
-                    made.append(ctl.add_onion([(80, "127.0.0.1:9")], flags=["Detach"])["service_id"] + ".onion")
-                deadline = time.monotonic() + 180
-                while time.monotonic() < deadline:
+                    made.append(ctl.add_onion([(80, "127.0.0.1:%d" % backend.server_address[1])],
+                                              flags=["Detach", "DiscardPK"])["service_id"] + ".onion")
+                t0 = time.monotonic()
+                while True:
                     result = onion_health.check(ctl, addresses=made[:n], timeout=30)
                     if all(s["state"] == "healthy" for s in result["services"]):
                         break
-                    ctl.sock.wait_event(3.0)
-                else:
-                    sys.exit("the services did not become healthy: %s" % [s["reasons"] for s in result["services"]])
+                    if time.monotonic() - t0 > 600:
+                        sys.exit("the services did not become healthy in 600 s: %s"
+                                 % [s["reasons"] for s in result["services"] if s["state"] != "healthy"][:3])
+                    ctl.sock.wait_event(5.0)
+                print("          %d services healthy (a fresh client got an answer) %.0f s after they were made"
+                      % (n, time.monotonic() - t0))
                 checks, plain = [], []
                 for _ in range(args.reps):
-                    checks.append(measure(lambda: onion_health.check(ctl, addresses=made[:n], timeout=30), counted))
-                    plain.append(measure(lambda: ctl.get_info("version"), counted))
+                    checks.append(measure(lambda: onion_health.check(ctl, addresses=made[:n], timeout=30), counted,
+                                          info["pid"], watch))
+                    plain.append(measure(lambda: ctl.get_info("version"), counted, info["pid"], watch))
                 cpu = statistics.median(c[0] for c in checks) * 1000 / n
-                wall = statistics.median(c[1] for c in checks)
-                size = statistics.median(c[2] for c in checks) / n
                 plain_cpu = statistics.median(p[0] for p in plain) * 1000
-                print("%-9d %12.1f %12.2f %12.0f %14.3f %10.0f" % (n, cpu, wall, size, plain_cpu,
-                                                                   cpu / plain_cpu if plain_cpu else float("nan")))
-                print("          GETINFO version: %.0f bytes, %.4f s wall (median of %d)" % (
-                    statistics.median(p[2] for p in plain), statistics.median(p[1] for p in plain), args.reps))
+                print("%-9d %12.1f %12.1f %10.2f %10.2f %12.0f %14.3f %10.0f" % (
+                    n, cpu, statistics.median(c[3] for c in checks) * 1000 / n,
+                    statistics.median(c[4] for c in checks) / n, statistics.median(c[1] for c in checks),
+                    statistics.median(c[2] for c in checks) / n, plain_cpu,
+                    cpu / plain_cpu if plain_cpu else float("nan")))
             for address in made:
                 ctl.del_onion(address[:-len(".onion")])
     finally:
-        if net is not None:
-            net.stop()
+        backend.shutdown()
+        net.stop()
 
 
 if __name__ == "__main__":
