@@ -293,23 +293,12 @@ def _control(module, sid, key, name):
         mine = [c for c in files or [] if c.service_id == sid]
         own_file = os.path.join(tor_dir, ca.file_name(sid)) if tor_dir else None
 
-        remove_first = add = False
-        if present:
-            if permanent and not tor_dir:
-                raise _Refusal("permanent=true needs tor's ClientOnionAuthDir, which this tor does not have: set "
-                               "ClientOnionAuthDir in its torrc (a directory of mode 0700 owned by tor's user), or "
-                               "use permanent=false")
-            add = (current is None or not current.same_key(key) or current.client_name != name
-                   or current.permanent != permanent)
-            # tor's file must hold this key, or the credential would change at the next start
-            if permanent and files is not None and not any(c.path == own_file and c.same_key(key) for c in mine):
-                add = True
-            remove_first = current is not None and current.permanent and not permanent
-            strays = [c.path for c in mine if not (permanent and c.path == own_file)]
-        else:
-            remove_first = current is not None
-            strays = [c.path for c in mine]
-        changed = bool(add or remove_first or strays)
+        if present and permanent and not tor_dir:
+            raise _Refusal("permanent=true needs tor's ClientOnionAuthDir, which this tor does not have: set "
+                           "ClientOnionAuthDir in its torrc (a directory of mode 0700 owned by tor's user), or "
+                           "use permanent=false")
+        add, remove_first, strays, changed = ca.plan_control(sid, key, name, present, permanent, current, own_file,
+                                                             mine if files is not None else None)
 
         wanted = ca.Credential(sid, key, name, [ca.PERMANENT] if permanent else []) if present else None
         before_files = after_files = None

@@ -303,6 +303,25 @@ def _parse_client_line(text, number):
     return Credential(sid, raw, options.get("ClientName") or None, flags)
 
 
+def plan_control(service_id, private_key, client_name, present, permanent, current, own_file, mine):
+    """What tor_onion_client_auth does over the control port, as data: (add, remove_first, strays, changed).
+    current: tor's credential of service_id (view) or None; own_file: service_id's file in tor's ClientOnionAuthDir
+    (None: tor has no such directory); mine: the credentials of service_id read from that directory's files (None:
+    they cannot be seen). add: ONION_CLIENT_AUTH_ADD the key; remove_first: a permanent credential to make
+    non-permanent is removed before (tor keeps its file otherwise); strays: files of service_id to delete."""
+    if not present:
+        strays = [c.path for c in mine or []]
+        return False, current is not None, strays, bool(current is not None or strays)
+    add = (current is None or not current.same_key(private_key) or current.client_name != client_name
+           or current.permanent != permanent)
+    # tor's file must hold this key, or the credential would change at the next start
+    if permanent and mine is not None and not any(c.path == own_file and c.same_key(private_key) for c in mine):
+        add = True
+    remove_first = current is not None and current.permanent and not permanent
+    strays = [c.path for c in mine or [] if not (permanent and c.path == own_file)]
+    return add, remove_first, strays, bool(add or remove_first or strays)
+
+
 def auth_dir(ctl):
     """tor's ClientOnionAuthDir, or None when unset."""
     values = ctl.get_conf_map("ClientOnionAuthDir").get("ClientOnionAuthDir") or []

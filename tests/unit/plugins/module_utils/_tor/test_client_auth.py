@@ -329,3 +329,32 @@ def test_write_file(tmp_path):
     with open(path) as handle:
         assert handle.read() == ca.format_line(SID, KEY)
     assert os.listdir(str(tmp_path)) == [SID + ".auth_private"]
+
+
+# -- the control-port plan (plan_control): tor_onion_client_auth's decisions as data ---------------------------------
+_SID = "b" * 56
+_KEY, _OTHER = onion.generate_client_keypair()[0], onion.generate_client_keypair()[0]
+_OWN = "/var/lib/tor/onion_auth/%s.auth_private" % _SID
+
+
+def _cred(key=_KEY, name=None, permanent=False, path=None):
+    return ca.Credential(_SID, key, name, [ca.PERMANENT] if permanent else [], path=path)
+
+
+@pytest.mark.parametrize("present, permanent, current, mine, expected", [
+    (True, False, None, None, (True, False, [], True)),                                   # new, in memory
+    (True, False, _cred(), None, (False, False, [], False)),                              # the same: nothing
+    (True, False, _cred(_OTHER), None, (True, False, [], True)),                          # another key: add over it
+    (True, False, _cred(name="x"), None, (True, False, [], True)),                        # another name
+    (True, False, _cred(permanent=True), [_cred(permanent=True, path=_OWN)],
+     (True, True, [_OWN], True)),                                                         # permanent -> in memory
+    (True, True, _cred(permanent=True), [], (True, False, [], True)),                     # tor's file is missing
+    (True, True, _cred(permanent=True), [_cred(permanent=True, path=_OWN)], (False, False, [], False)),
+    (True, True, _cred(permanent=True), None, (False, False, [], False)),                 # files unseen: trust tor
+    (True, True, _cred(permanent=True), [_cred(permanent=True, path=_OWN), _cred(path="/x/stray.auth_private")],
+     (False, False, ["/x/stray.auth_private"], True)),
+    (False, False, None, None, (False, False, [], False)),                                # absent and gone
+    (False, False, _cred(permanent=True), [_cred(permanent=True, path=_OWN)], (False, True, [_OWN], True)),
+])
+def test_plan_control(present, permanent, current, mine, expected):
+    assert ca.plan_control(_SID, _KEY, None, present, permanent, current, _OWN, mine) == expected
