@@ -128,11 +128,11 @@ class ActionModule(ActionBase):
             messages.append(
                 'Check mode: %s is not installed yet; the real run installs it, writes %s after tor --verify-config '
                 'has accepted it, and sets the %s service %s%s.'
-                % (args.get('package_name', 'tor'), args.get('config_file', '/etc/tor/torrc'), service, state,
+                % (args.get('package_name', 'tor'), args.get('config_file', guard.DEFAULT_CONFIG_FILE), service, state,
                    ' and enabled' if enabled else ''))
         if torrc.get('backup_file'):
             messages.append('The previous %s is kept as %s'
-                            % (args.get('config_file', '/etc/tor/torrc'), torrc['backup_file']))
+                            % (args.get('config_file', guard.DEFAULT_CONFIG_FILE), torrc['backup_file']))
         facts_out = {'tor_torrc_dropped': torrc['dropped'], 'tor_torrc_changed': torrc_changed}
         if 'versions' in probe:
             versions = probe['versions']
@@ -156,7 +156,7 @@ class ActionModule(ActionBase):
         diffs = []
         if 'before_hidden_b64' in torrc:
             # the module hid the secret values on the host: the current torrc itself never crosses the connection
-            path = args.get('config_file', '/etc/tor/torrc')
+            path = args.get('config_file', guard.DEFAULT_CONFIG_FILE)
             diffs.append({'before_header': path, 'after_header': path,
                           'before': guard.hide_secrets(to_text(base64.b64decode(torrc['before_hidden_b64']),
                                                                errors='surrogate_or_replace')),

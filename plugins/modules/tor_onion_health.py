@@ -311,6 +311,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._common import (
     fail,
 )
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import health_layers, onion, onion_health
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import DEFAULT_SOCKET
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import ConnectionFailed, ControlTimeout
 
 
@@ -365,7 +366,7 @@ def main():
         # the control port did not answer (or not in time): is tor's process alive (hung) or gone?
         tor = health_layers.tor_unanswered(str(exc), control_port=p["control_port"],
                                            control_socket=p["control_socket"] or (
-                                               None if p["control_port"] else "/run/tor/control"),
+                                               None if p["control_port"] else DEFAULT_SOCKET),
                                            pid_file=None if p["control_port"] else "/run/tor/tor.pid",
                                            timed_out=isinstance(exc, ControlTimeout))
         fail(module, exc, msg="tor %s: %s" % (tor["state"], tor["evidence"]), changed=False, tor=tor)

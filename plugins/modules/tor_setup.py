@@ -551,7 +551,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             torrc=dict(type='str', required=True, no_log=True),
-            config_file=dict(type='path', default='/etc/tor/torrc'),
+            config_file=dict(type='path', default=guard.DEFAULT_CONFIG_FILE),
             config_dir=dict(type='path', default='/etc/tor/torrc.d'),
             os_defaults_torrc=dict(type='path'),
             torrc_takeover=dict(type='bool', default=False),

@@ -192,6 +192,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion_hea
 from ansible_collections.onionlab.tor.plugins.module_utils._host import command_runner
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import systemd_watchdog
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import tor_version
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import torrc as guard
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import upgrade
 
 APT_ENV = {"DEBIAN_FRONTEND": "noninteractive"}
@@ -390,7 +391,7 @@ def main():
         package_name=dict(type="str", default="tor"),
         service_name=dict(type="str", default="tor"),
         config_dir=dict(type="path", default="/etc/tor"),
-        config_file=dict(type="path", default="/etc/tor/torrc"),
+        config_file=dict(type="path", default=guard.DEFAULT_CONFIG_FILE),
         state_dir=dict(type="path", default="/var/lib/onionlab-tor/upgrade"),
         gate_timeout=dict(type="float", default=upgrade.GATE_TIMEOUT),
         soak=dict(type="float", default=0.0),

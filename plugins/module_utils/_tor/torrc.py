@@ -23,6 +23,8 @@ _SECRETS = (('httpproxyauthenticator', 10), ('httpsproxyauthenticator', 11), ('s
 # HiddenService* options that are tor-wide, not of one service: in a service's block they would change every
 # service of the tor, and the first two (single-hop/non-anonymous mode) end the service side's anonymity
 TOR_WIDE_OPTIONS = ('HiddenServiceSingleHopMode', 'HiddenServiceNonAnonymousMode', 'HiddenServiceStatistics')
+# tor's configuration file where Debian's package puts it: the default of every module and action that reads it
+DEFAULT_CONFIG_FILE = '/etc/tor/torrc'
 NON_ANONYMOUS_OPTIONS = TOR_WIDE_OPTIONS[:2]
 # with the shortest beginning that tor 0.4.9 reads as each ('HiddenServiceS', 'HiddenServiceN')
 _NON_ANONYMOUS_NAMES = tuple((name.lower(), 14) for name in NON_ANONYMOUS_OPTIONS)

@@ -71,7 +71,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor.lock import Lock
 
 STEPS = (None, "repost", "reload", "restart")
 DEFAULTS = {
-    "control_socket": "/run/tor/control", "control_port": None, "control_host": "127.0.0.1",
+    "control_socket": _client.DEFAULT_SOCKET, "control_port": None, "control_host": "127.0.0.1",
     "cookie_path": None, "addresses": None, "fetch_timeout": 30.0, "min_hsdirs": None,
     "restart_interval": 3600, "restart_command": ["systemctl", "restart", "tor"], "report_only": False,
     "state_file": "/var/lib/onionlab-watchdog/state.json",
