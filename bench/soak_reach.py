@@ -6,6 +6,7 @@ and its time (p50, max). Not run by .ci/run: a few hours for N=5 on 2 cores.
 
     .venv/bin/python bench/soak_reach.py --runs 5                   # every file below, and the molecule scenarios
     .venv/bin/python bench/soak_reach.py --runs 3 --only test_privnet_dos.py --no-molecule
+    .venv/bin/python bench/soak_reach.py --runs 5 --molecule-only
 
 Each run is a pytest process of its own (a private network of its own: no run inherits another's state), its
 output kept in .build/soak/<file>.<n>.log; a failed run's failing tests and the first lines of what Reach printed
@@ -60,9 +61,10 @@ def main():
     ap.add_argument('--runs', type=int, default=5)
     ap.add_argument('--only', action='append', help='a file name (or part of one) of the list; repeatable')
     ap.add_argument('--no-molecule', action='store_true')
+    ap.add_argument('--molecule-only', action='store_true', help='the molecule scenarios alone')
     args = ap.parse_args()
-    files = [f for f in FILES if not args.only or any(o in f for o in args.only)]
-    scenarios = [] if args.no_molecule or args.only else SCENARIOS
+    files = [] if args.molecule_only else [f for f in FILES if not args.only or any(o in f for o in args.only)]
+    scenarios = [] if args.no_molecule or (args.only and not args.molecule_only) else SCENARIOS
     logs = os.path.join(ROOT, '.build', 'soak')
     os.makedirs(logs, exist_ok=True)
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, '.build', 'collections'),
