@@ -19,7 +19,6 @@ Usage: .venv/bin/python bench/onion_health.py [--services 1,10,50] [--reps 5]
 from __future__ import annotations
 
 import argparse
-import http.server
 import os
 import statistics
 import sys
@@ -32,6 +31,7 @@ COLLECTIONS = ROOT / ".build" / "collections"
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(COLLECTIONS))
 from harness import privnet as pn  # noqa: E402
+from onion_probe import Backend, Handler  # noqa: E402  (the same local web server as that benchmark's)
 
 
 def link_collection():
@@ -59,18 +59,6 @@ class Counted(object):
 
     def __getattr__(self, name):
         return getattr(self._sock, name)
-
-
-class _Backend(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = b"ok"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
 
 
 def tor_cpu(pid):
@@ -109,7 +97,7 @@ def main():
     from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion_health
     from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 
-    backend = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Backend)
+    backend = Backend(("127.0.0.1", 0), Handler)
     threading.Thread(target=backend.serve_forever, daemon=True).start()
     net = pn.PrivNet(ready_timeout=120)
     net.start()
