@@ -429,9 +429,11 @@ def until_steady(get, allowed, t0, deadline, steady=6, sleep=time.sleep, forget=
     and one that asked them all lately waits (tor's "No more HSDir available to query").  Raises
     AssertionError at the deadline."""
     run, run_start, failures, pages, slowest, in_row, forgets = 0, None, 0, {}, 0.0, 0, 0
-    why = None
+    why, first, requests = None, None, 0
     while time.monotonic() - t0 < deadline:
         t = time.monotonic()
+        first = t - t0 if first is None else first
+        requests += 1
         name, why = get()
         slowest = max(slowest, time.monotonic() - t)
         if name is not None:
@@ -452,8 +454,10 @@ def until_steady(get, allowed, t0, deadline, steady=6, sleep=time.sleep, forget=
                 forget()
                 forgets += 1
             sleep(1)
-    raise AssertionError('no %d answers in a row from %s within %.0fs (%d failures, %d forgets, pages %s; last: %s)'
-                         % (steady, sorted(allowed or ['any backend']), deadline, failures, forgets, pages, why))
+    raise AssertionError('no %d answers in a row from %s within %.0fs (%d requests, the first %s s after the start, '
+                         'the slowest took %.1f s; %d failures, %d forgets, pages %s; last: %s)'
+                         % (steady, sorted(allowed or ['any backend']), deadline, requests,
+                            'none' if first is None else '%.1f' % first, slowest, failures, forgets, pages, why))
 
 
 def until_seen(get, names, t0, deadline, forget=None, forget_every=15.0, sleep=time.sleep):

@@ -30,6 +30,7 @@ def test_until_steady_without_forget_and_the_deadline_message():
     with pytest.raises(AssertionError) as e:
         ob.until_steady(scripted(answers), {'b2'}, time.monotonic() - 59.9, 60, 6, sleep=lambda s: time.sleep(0.05))
     assert '0 forgets' in str(e.value) and 'last: HTTP 503: down' in str(e.value)
+    assert 'requests, the first 0.0 s after the start' not in str(e.value) and ' s after the start' in str(e.value)
 
 
 def test_a_success_resets_the_failures_in_a_row():
