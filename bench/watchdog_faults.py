@@ -1,37 +1,44 @@
 #!/usr/bin/env python3
 # Copyright (c) 2026, onionlab.tor contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Fault campaign: the watchdog against faults injected on the private Tor network, tor alone as the control.
+"""Fault campaign: the watchdog against faults injected on the private Tor network, a tor left alone beside it.
 
-A private network (voting interval --voting-interval, 60 s by default: its time period is 24 voting rounds, 24
-minutes, so no new period hands the services a new upload inside a fault's window) and two more tors, each with
-one persistent onion service in front of the same local web server: "watched" (the watchdog runs against it every
---interval seconds, confirm_checks 1, its restart command restarts that tor) and "alone" (the control: the same
-checks in report-only mode, which repair nothing, so that its state is known too). A prober fetches both services every --probe seconds through the network's client, which is told
-NEWNYM first (it forgets descriptors, as a fresh client). For each fault, in turn:
+A private network (3 authorities, --relays relays; voting every --voting-interval seconds, 60 by default, so a time
+period is 24 minutes) and two more tors, each with a SocksPort on 127.0.0.1 (the reach layer's fresh client) and
+one persistent onion service in front of a web server of its own: "watched" (the watchdog, watchdog.Watchdog as the
+timer runs it, every --interval seconds: its restart command restarts that tor, its backend_units entry restarts
+that web server) and "alone" (the same checks in report-only mode, which repair nothing). A prober fetches both
+services every --probe seconds through the network's client, told NEWNYM first (it forgets descriptors, as a fresh
+client). Each fault is injected into both tors at once, --trials times in turn:
 
-  hsdirs    every HSDir of the network (authorities and relays) restarted one after the other, their descriptor
-            caches empty; HS_DESC UPLOAD events of both service tors are recorded (did tor upload on its own?);
-  freeze    the watched tor stopped (SIGSTOP) for 3 intervals, then thawed (SIGCONT): no repair may happen;
-  kill      the watched tor killed (SIGKILL) and started again 5 s later, as its service manager would: no repair
-            storm;
-  intro     the watched tor's introduction circuits closed (CLOSECIRCUIT): tor rebuilds them; the watchdog must not
-            restart it.
+  hsdirs     every HSDir of the network (authorities and relays) restarted one after the other: caches empty;
+  backend    both web servers stopped for --backend-minutes (3), then started again (the alone one only then);
+  hung       both tors stopped (SIGSTOP: alive, not answering) for --hung-minutes (10), then thawed (SIGCONT);
+  intro      the relays at the end of both services' introduction circuits (not authorities, not the client's
+             guards) stopped (SIGSTOP) for --intro-minutes (5), then thawed;
+  kill       both tors killed (SIGKILL) and started again 5 s later, as their service manager would;
+  vanguards  the vanguards addon (--vanguards, a vanguards 0.3.1 command; left out without it) run once against
+             both tors (--one_shot_vanguards with a new state file: new layer-2 and layer-3 guards).
 
-Measured per fault: the first watchdog verdict that is not healthy (detect), its actions, the first healthy verdict
-after them, and for both services the first successful fetch after the fault (s after the injection, or never
-within --window). Nothing leaves 127.0.0.1.
+After a fault ends, the trial lasts until both services answered again or --window seconds; one that did not is
+restarted ("the operator") and must answer before the next fault. Measured per trial and tor: the first check that
+found it not healthy (detect, s after the injection), the first failed and the first answered fetch after it
+(back), failed fetches, the watchdog's actions. Printed: a line per trial, and per fault p50/p90 of back and
+detect for both tors. Nothing leaves 127.0.0.1.
 
-Usage: .venv/bin/python bench/watchdog_faults.py [--faults hsdirs,freeze,kill,intro] [--interval 30]
-       [--probe 5] [--window 300] [--voting-interval 60]
+Usage: .venv/bin/python bench/watchdog_faults.py [--faults hsdirs,backend,hung,intro,kill,vanguards] [--trials 5]
+       [--interval 60] [--probe 5] [--window 300] [--hung-minutes 10] [--backend-minutes 3] [--intro-minutes 5]
+       [--vanguards PATH] [--json FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import http.server
+import json
 import os
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -45,6 +52,8 @@ sys.path.insert(0, str(COLLECTIONS))
 from harness import privnet as pn  # noqa: E402
 from harness.fixtures import socks5_http_get  # noqa: E402
 
+NAMES = ("watched", "alone")
+
 
 class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
@@ -57,8 +66,35 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
+class Backend(object):
+    """A web server on a fixed 127.0.0.1 port that can be stopped and started again."""
+
+    def __init__(self):
+        self.server = None
+        self.port = 0
+        self.start()
+
+    def start(self):
+        if self.server is None:
+            self.server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+            self.port = self.server.server_address[1]
+            threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None
+
+
+def _ctl(node, timeout=10):
+    from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
+    return connect(port=node.control_port, cookie_path=node.cookie_path, timeout=timeout)
+
+
 def restart_node(node, pause=0.5):
-    """Stop a tor of the network by its PID, start it again with the same torrc (and wait for its control port)."""
+    """Stop a tor of the network by its PID (a stopped one too: SIGKILL after the grace), start it again with the same
+    torrc and wait for its control port."""
     pn.kill_pids([(node.pid, node.starttime)], 5.0)
     try:
         node.proc.wait(5)
@@ -69,17 +105,30 @@ def restart_node(node, pause=0.5):
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
-            from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
-            with connect(port=node.control_port, cookie_path=node.cookie_path, timeout=5):
+            with _ctl(node, 5):
                 return
         except Exception:  # noqa: BLE001 - not up yet
             time.sleep(0.2)
 
 
+def signal_node(node, sig):
+    """sig to the tor's process if it is still the same process (by start time)."""
+    if pn.pid_alive(node.pid, node.starttime):
+        os.kill(node.pid, sig)
+
+
+def pct(values, p):
+    """The p-th percentile (nearest rank) of numbers; None when empty."""
+    values = sorted(values)
+    if not values:
+        return None
+    rank = max(1, int(-(-p * len(values) // 100)))
+    return values[rank - 1]
+
+
 class Campaign(object):
     def __init__(self, args):
         self.args = args
-        self.t0 = None
         self.timeline = []
         self.stop = threading.Event()
         self.lock = threading.Lock()
@@ -90,96 +139,261 @@ class Campaign(object):
 
     # -- the threads -----------------------------------------------------------------------------------------
     def prober(self, net, targets):
-        from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
         while not self.stop.is_set():
             try:
-                with connect(port=net.client.control_port, cookie_path=net.client.cookie_path) as cctl:
+                with _ctl(net.client) as cctl:
                     cctl.signal("NEWNYM")
             except Exception:  # noqa: BLE001
                 pass
-            for name, address in targets.items():
-                try:
-                    status, _body = socks5_http_get(net.socks_port, address, timeout=25)
-                    self.note("fetch", service=name, ok=status == 200)
-                except Exception as exc:  # noqa: BLE001 - a failed fetch is a data point
-                    self.note("fetch", service=name, ok=False, why=str(exc)[:80])
+            threads = [threading.Thread(target=self.fetch, args=(net, name, address))
+                       for name, address in targets.items()]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
             self.stop.wait(self.args.probe)
 
-    def dog(self, config, restart, name):
+    def fetch(self, net, name, address):
+        t = time.monotonic()
+        try:
+            status, _body = socks5_http_get(net.socks_port, address, timeout=20, username="probe-%s-%f" % (name, t))
+            self.note("fetch", service=name, ok=status == 200, started=t, why="HTTP %d" % status)
+        except Exception as exc:  # noqa: BLE001 - a failed fetch is a data point
+            self.note("fetch", service=name, ok=False, started=t, why=str(exc)[:80])
+
+    def dog(self, name, config, restart):
         from ansible_collections.onionlab.tor.plugins.module_utils._tor import watchdog
         while not self.stop.is_set():
             w = watchdog.Watchdog(config, restart=restart, out=open(os.devnull, "w"))
-            w.run()
+            try:
+                w.run()
+            except Exception as exc:  # noqa: BLE001 - a crash of a run is a finding
+                self.note("watchdog", tor=name, line="CRASH %r" % exc, healthy=False)
             for line in w.lines:
-                self.note("watchdog", line="[%s] %s" % (name, line))
+                healthy = " state=healthy" in line and " action=none" in line
+                self.note("watchdog", tor=name, line=line, healthy=healthy)
             if not w.lines:
-                self.note("watchdog", line="[%s] state=healthy (silent)" % name)
+                self.note("watchdog", tor=name, line="(silent: healthy)", healthy=True)
             self.stop.wait(self.args.interval)
 
     def uploads(self, node, name):
-        from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
         while not self.stop.is_set():
             try:
-                with connect(port=node.control_port, cookie_path=node.cookie_path, timeout=30) as ctl:
+                with _ctl(node, 30) as ctl:
                     ctl.request("SETEVENTS", ["HS_DESC"])
                     while not self.stop.is_set():
                         event = ctl.sock.wait_event(1.0)
                         if event is not None and event.lines[0].text.startswith("HS_DESC UPLOADED"):
                             self.note("uploaded", service=name)
-            except Exception:  # noqa: BLE001 - the tor restarted: connect again
+            except Exception:  # noqa: BLE001 - the tor restarted or is stopped: connect again
                 self.stop.wait(1.0)
 
-    # -- one fault ------------------------------------------------------------------------------------------
-    def measure(self, fault, start, end):
+    # -- what happened -----------------------------------------------------------------------------------------
+    def fetches(self, name, since):
+        return [(f["started"] - since, f["ok"], f["why"]) for t, what, f in list(self.timeline)
+                if what == "fetch" and f["service"] == name and f["started"] >= since]
+
+    def back(self, name, since, ended):
+        """Seconds from `since` to the first answer after the first failure; None while there is none; 0.0 when no
+        fetch failed and one answered after the fault ended."""
+        fetches = self.fetches(name, since)
+        failed = [t for t, ok, _ in fetches if not ok]
+        if not failed:
+            return 0.0 if any(ok for t, ok, _ in fetches if t + since >= ended) else None
+        return next((t for t, ok, _ in fetches if ok and t > failed[0]), None)
+
+    def measure(self, fault, trial, start, ended, end, extra):
         events = [(t - start, what, f) for t, what, f in self.timeline if start <= t < end]
-        out = {"fault": fault}
-        for name in ("watched", "alone"):
-            fetches = [(t, f["ok"]) for t, what, f in events if what == "fetch" and f["service"] == name]
-            failed = [t for t, ok in fetches if not ok]
-            first_ok_after_failure = None
-            if failed:
-                first_ok_after_failure = next((t for t, ok in fetches if ok and t > failed[0]), None)
-            out[name] = {"failed_fetches": len(failed), "fetches": len(fetches),
+        row = {"fault": fault, "trial": trial, "fault_seconds": round(ended - start, 1)}
+        row.update(extra)
+        for name in NAMES:
+            fetches = self.fetches(name, start)
+            failed = [t for t, ok, _ in fetches if not ok]
+            back = self.back(name, start, ended)
+            dog = [(round(t, 1), f["line"]) for t, what, f in events if what == "watchdog" and f["tor"] == name]
+            unhealthy = [t for t, what, f in events if what == "watchdog" and f["tor"] == name and not f["healthy"]]
+            row[name] = {"fetches": len(fetches), "failed": len(failed),
                          "first_failure": round(failed[0], 1) if failed else None,
-                         "back": None if not failed else (round(first_ok_after_failure, 1)
-                                                          if first_ok_after_failure is not None else "never"),
-                         "uploads": [round(t, 1) for t, what, f in events if what == "uploaded" and f["service"] == name]}
-        lines = [(round(t, 1), f["line"]) for t, what, f in events if what == "watchdog"]
-        out["watchdog"] = lines
-        out["repairs"] = [l for l in lines if l[1].startswith("[watched]") and " action=" in l[1]
-                          and " action=none" not in l[1]]
-        return out
+                         "back": None if back is None else round(back, 1),
+                         "detect": round(unhealthy[0], 1) if unhealthy else None,
+                         "actions": [(t, _field(line, "action"), _field(line, "layer") or _field(line, "tor"))
+                                     for t, line in dog if _field(line, "action") not in (None, "none")],
+                         "lines": [(t, line[:400]) for t, line in dog if "silent" not in line],
+                         "uploads": [round(t, 1) for t, what, f in events if what == "uploaded" and f["service"] == name],
+                         "why": sorted(set(w for _, ok, w in fetches if not ok))[:4]}
+        return row
+
+
+def _field(line, key):
+    """The value of key=... in a journal line (quoted or not)."""
+    marker = " %s=" % key
+    if marker not in line:
+        return None
+    rest = line.split(marker, 1)[1]
+    if rest.startswith('"'):
+        return rest[1:].split('"', 1)[0]
+    return rest.split(" ", 1)[0]
+
+
+def intro_relays(tors, authorities, guards):
+    """{fingerprint} at the end of the HS_SERVICE_INTRO circuits of the tors, without authorities and guards."""
+    fps = set()
+    for node in tors:
+        with _ctl(node) as ctl:
+            status = ctl.get_info("circuit-status")["circuit-status"]
+        for line in status.splitlines():
+            words = line.split()
+            if "PURPOSE=HS_SERVICE_INTRO" in line and len(words) > 2 and words[1] == "BUILT":
+                fps.add(words[2].split(",")[-1].split("~")[0].lstrip("$"))
+    return fps - authorities - guards
+
+
+def client_guards(net):
+    with _ctl(net.client) as ctl:
+        text = ctl.get_info("entry-guards")["entry-guards"]
+    return set(line.split()[0].split("~")[0].lstrip("$") for line in text.splitlines() if line.strip())
+
+
+def wait_answered(campaign, name, since, deadline):
+    while time.monotonic() < deadline:
+        if any(ok for t, ok, _ in campaign.fetches(name, since)):
+            return True
+        time.sleep(1)
+    return False
+
+
+def inject(fault, args, net, tors, backends, work, trial):
+    """Inject one fault into both tors; returns (the time it ended, extra facts for the row)."""
+    extra = {}
+    if fault == "hsdirs":
+        for node in net.authorities + net.relays:
+            restart_node(node, pause=0.2)
+    elif fault == "backend":
+        for backend in backends.values():
+            backend.stop()
+        time.sleep(args.backend_minutes * 60)
+        for backend in backends.values():
+            backend.start()        # the watched one is up already when its watchdog restarted it
+    elif fault == "hung":
+        for node in tors.values():
+            os.kill(node.pid, signal.SIGSTOP)
+        stopped = dict((name, (node.pid, node.starttime)) for name, node in tors.items())
+        time.sleep(args.hung_minutes * 60)
+        for name, node in tors.items():
+            if (node.pid, node.starttime) == stopped[name]:
+                signal_node(node, signal.SIGCONT)
+            else:
+                extra.setdefault("restarted_while_hung", []).append(name)
+    elif fault == "intro":
+        authorities = set(a.fingerprint for a in net.authorities)
+        guards = client_guards(net)
+        fps = intro_relays(tors.values(), authorities, guards)
+        frozen = [r for r in net.relays if r.fingerprint in fps]
+        extra.update(frozen=len(frozen), client_guards_spared=len(guards - authorities))
+        for relay in frozen:
+            os.kill(relay.pid, signal.SIGSTOP)
+        try:
+            time.sleep(args.intro_minutes * 60)
+        finally:
+            for relay in frozen:
+                signal_node(relay, signal.SIGCONT)
+    elif fault == "kill":
+        for node in tors.values():
+            os.kill(node.pid, signal.SIGKILL)
+        time.sleep(5)
+        for node in tors.values():
+            restart_node(node, pause=0)
+    elif fault == "vanguards":
+        for name, node in tors.items():
+            state = work / ("vanguards-%s-%d.state" % (name, trial))
+            proc = subprocess.run([args.vanguards, "--control_port", str(node.control_port), "--state", str(state),
+                                   "--one_shot_vanguards", "--disable_bandguards", "--disable_rendguard"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+                                  timeout=120, check=False)
+            with _ctl(node) as ctl:
+                conf = dict(ctl.get_conf("HSLayer2Nodes", "HSLayer3Nodes"))
+            extra[name + "_vanguards"] = "rc %d, HSLayer2Nodes %d, HSLayer3Nodes %d" % (
+                proc.returncode, len((conf.get("HSLayer2Nodes") or "").split(",")),
+                len((conf.get("HSLayer3Nodes") or "").split(",")))
+    else:
+        raise SystemExit("unknown fault %s" % fault)
+    return time.monotonic(), extra
+
+
+def vanguards_command():
+    """The vanguards 0.3.1 command of a venv of its own under .build (made with pip the first time)."""
+    venv = ROOT / ".build" / "vanguards-0.3.1"
+    command = venv / "bin" / "vanguards"
+    if not command.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "vanguards==0.3.1"], check=True)
+    return str(command)
+
+
+def summary(results, faults, window):
+    print("\n== summary: seconds after the injection (never = not within the fault + %d s)" % window)
+    print("%-10s %-8s %6s %10s %10s %10s %10s %8s  %s" % ("fault", "tor", "trials", "detect p50", "detect p90",
+                                                          "back p50", "back p90", "failed", "actions"))
+    for fault in faults:
+        rows = [r for r in results if r["fault"] == fault]
+        for name in NAMES:
+            never = float("inf")
+            backs = [never if r[name]["back"] is None else r[name]["back"] for r in rows]
+            detects = [never if r[name]["detect"] is None else r[name]["detect"] for r in rows]
+            actions = {}
+            for r in rows:
+                for _t, action, _layer in r[name]["actions"]:
+                    actions[action] = actions.get(action, 0) + 1
+            print("%-10s %-8s %6d %10s %10s %10s %10s %8s  %s" % (
+                fault, name, len(rows), _s(pct(detects, 50)), _s(pct(detects, 90)), _s(pct(backs, 50)),
+                _s(pct(backs, 90)), "/".join(str(r[name]["failed"]) for r in rows), actions or "-"))
+
+
+def _s(value):
+    return "-" if value is None else ("never" if value == float("inf") else "%.1f" % value)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--faults", default="hsdirs,freeze,kill,intro")
-    ap.add_argument("--interval", type=float, default=30.0)
+    ap.add_argument("--faults", default="hsdirs,backend,hung,intro,kill,vanguards")
+    ap.add_argument("--trials", type=int, default=5)
+    ap.add_argument("--relays", type=int, default=8)
+    ap.add_argument("--interval", type=float, default=60.0)
     ap.add_argument("--probe", type=float, default=5.0)
     ap.add_argument("--window", type=float, default=300.0)
+    ap.add_argument("--hung-minutes", type=float, default=10.0)
+    ap.add_argument("--backend-minutes", type=float, default=3.0)
+    ap.add_argument("--intro-minutes", type=float, default=5.0)
     ap.add_argument("--voting-interval", type=int, default=60)
+    ap.add_argument("--vanguards", default="auto",
+                    help="a vanguards command; auto (the default): vanguards 0.3.1 from PyPI in .build/vanguards-0.3.1 "
+                         "(made once); none: leave that fault out")
+    ap.add_argument("--json", help="write every trial's row here")
     args = ap.parse_args()
+    faults = args.faults.split(",")
+    if "vanguards" in faults and args.vanguards == "none":
+        faults.remove("vanguards")
+    elif "vanguards" in faults and args.vanguards == "auto":
+        args.vanguards = vanguards_command()
     from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion_health
-    from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 
-    backend = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=backend.serve_forever, daemon=True).start()
-    net = pn.PrivNet(ready_timeout=180, voting_interval=args.voting_interval)
+    net = pn.PrivNet(n_relays=args.relays, ready_timeout=240, voting_interval=args.voting_interval)
     work = Path(tempfile.mkdtemp(prefix="onionlab-faults-"))
     campaign = Campaign(args)
-    threads = []
+    threads, results = [], []
+    backends = dict((name, Backend()) for name in NAMES)
     try:
         net.start()
         tors, targets = {}, {}
-        for name in ("watched", "alone"):
+        for name in NAMES:
             hs_dir = work / ("hs-" + name)
             hs_dir.mkdir(mode=0o700)
-            tors[name] = net.add_tor(name, extra_lines=["HiddenServiceDir %s" % hs_dir,
-                                                        "HiddenServicePort 80 127.0.0.1:%d" % backend.server_address[1]])
+            tors[name] = net.add_tor(name, socks=True, extra_lines=[
+                "HiddenServiceDir %s" % hs_dir, "HiddenServicePort 80 127.0.0.1:%d" % backends[name].port])
         for name, node in tors.items():
-            deadline = time.monotonic() + 180
+            deadline = time.monotonic() + 240
             while True:
-                with connect(port=node.control_port, cookie_path=node.cookie_path, timeout=30) as ctl:
+                with _ctl(node, 30) as ctl:
                     result = onion_health.check(ctl, timeout=20)
                 if result["services"] and result["services"][0]["state"] == "healthy":
                     targets[name] = result["services"][0]["address"]
@@ -187,72 +401,78 @@ def main():
                 if time.monotonic() > deadline:
                     sys.exit("%s never became healthy: %s" % (name, result))
                 time.sleep(3)
-        print("services: %s" % targets)
-        watched = tors["watched"]
-        config = {"control_port": watched.control_port, "cookie_path": watched.cookie_path,
-                  "state_file": str(work / "wd.json"), "metrics_file": str(work / "wd.prom"), "confirm_checks": 1,
-                  "restart_interval": 600}
+        print("services: %s" % targets, flush=True)
 
-        def restart():
-            restart_node(watched)
+        def config(name, **more):
+            node = tors[name]
+            return dict({"control_port": node.control_port, "cookie_path": node.cookie_path,
+                         "state_file": str(work / ("%s.json" % name)), "metrics_file": str(work / ("%s.prom" % name)),
+                         "reach_timeout": 30.0, "reach_attempts": 2}, **more)
+
+        def restart(argv=None):
+            if argv:                                    # backend_restart_command + [unit]
+                backends["watched"].start()
+                return True, "web server started by the campaign"
+            restart_node(tors["watched"])
             return True, "restarted by the campaign"
 
-        alone = tors["alone"]
-        control = {"control_port": alone.control_port, "cookie_path": alone.cookie_path, "report_only": True,
-                   "state_file": str(work / "alone.json"), "metrics_file": str(work / "alone.prom")}
+        watched = config("watched", backend_units={"127.0.0.1:%d" % backends["watched"].port: "campaign-web.service"})
         threads = [threading.Thread(target=campaign.prober, args=(net, targets), daemon=True),
-                   threading.Thread(target=campaign.dog, args=(config, restart, "watched"), daemon=True),
-                   threading.Thread(target=campaign.dog, args=(control, None, "alone, report only"), daemon=True)]
+                   threading.Thread(target=campaign.dog, args=("watched", watched, restart), daemon=True),
+                   threading.Thread(target=campaign.dog, args=("alone", config("alone", report_only=True), None),
+                                    daemon=True)]
         threads += [threading.Thread(target=campaign.uploads, args=(node, name), daemon=True)
                     for name, node in tors.items()]
         for thread in threads:
             thread.start()
         time.sleep(args.interval)                     # a quiet stretch first
-        results = []
-        for fault in args.faults.split(","):
-            start = time.monotonic()
-            if fault == "hsdirs":
-                for node in net.authorities + net.relays:
-                    restart_node(node, pause=0.2)
-            elif fault == "freeze":
-                os.kill(watched.pid, signal.SIGSTOP)
-                time.sleep(3 * args.interval)
-                os.kill(watched.pid, signal.SIGCONT)
-            elif fault == "kill":
-                os.kill(watched.pid, signal.SIGKILL)
-                time.sleep(5)
-                restart_node(watched, pause=0)
-            elif fault == "intro":
-                with connect(port=watched.control_port, cookie_path=watched.cookie_path) as ctl:
-                    status = ctl.get_info("circuit-status")["circuit-status"]
-                    closed = 0
-                    for line in status.splitlines():
-                        if "PURPOSE=HS_SERVICE_INTRO" in line:
-                            ctl.request("CLOSECIRCUIT", [line.split()[0]])
-                            closed += 1
-                campaign.note("watchdog", line="(campaign) closed %d intro circuits" % closed)
-            else:
-                sys.exit("unknown fault %s" % fault)
-            campaign.note("injected", fault=fault)
-            time.sleep(args.window)
-            results.append(campaign.measure(fault, start, time.monotonic()))
-            r = results[-1]
-            print("\n== %s (injected %.1f s)" % (fault, time.monotonic() - start - args.window))
-            for name in ("watched", "alone"):
-                print("  %-8s fetches %d, failed %d, first failure %s s, back %s s, uploads at %s"
-                      % (name, r[name]["fetches"], r[name]["failed_fetches"], r[name]["first_failure"],
-                         r[name]["back"], r[name]["uploads"][:6]))
-            print("  watchdog repairs: %d" % len(r["repairs"]))
-            for t, line in r["watchdog"]:
-                if "silent" not in line:
-                    head, _, tail = line.partition(" evidence=")
-                    evidence, _, rest = tail.partition(" action=")
-                    print("   %6.1f %s evidence=%s action=%s" % (t, head, evidence[:140], rest))
+        for trial in range(1, args.trials + 1):
+            for fault in faults:
+                start = time.monotonic()
+                campaign.note("injected", fault=fault)
+                ended, extra = inject(fault, args, net, tors, backends, work, trial)
+                while time.monotonic() - ended < args.window:
+                    if all(campaign.back(name, start, ended) is not None for name in NAMES):
+                        break
+                    time.sleep(2)
+                row = campaign.measure(fault, trial, start, ended, time.monotonic(), extra)
+                operator = []
+                for name in NAMES:
+                    if row[name]["back"] is None:    # the operator steps in: a restart
+                        operator.append(name)
+                        backends[name].start()
+                        restart_node(tors[name])
+                row["operator_restarted"] = operator
+                results.append(row)
+                _print_row(row)
+                again = time.monotonic()
+                for name in NAMES:
+                    if not wait_answered(campaign, name, again, again + 600):
+                        print("  %s not answering 600 s after the trial: stopping" % name)
+                        raise SystemExit(1)
+                if args.json:
+                    Path(args.json).write_text(json.dumps(results, indent=1))
+        summary(results, faults, args.window)
     finally:
         campaign.stop.set()
         for thread in threads:
             thread.join(30)
+        for backend in backends.values():
+            backend.stop()
         net.stop()
+
+
+def _print_row(row):
+    extra = dict((k, v) for k, v in row.items() if k not in ("fault", "trial", "fault_seconds") + NAMES)
+    print("\n== %s trial %d (the fault lasted %.1f s) %s" % (row["fault"], row["trial"], row["fault_seconds"],
+                                                           extra or ""), flush=True)
+    for name in NAMES:
+        r = row[name]
+        print("  %-8s detect %s s, fetches %d, failed %d (first %s s), back %s s, actions %s, uploads %s; %s"
+              % (name, r["detect"], r["fetches"], r["failed"], r["first_failure"], r["back"], r["actions"],
+                 r["uploads"][:6], r["why"]), flush=True)
+        for t, line in r["lines"][:8]:
+            print("     %6.1f %s" % (t, line[:300]), flush=True)
 
 
 if __name__ == "__main__":

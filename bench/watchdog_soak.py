@@ -37,6 +37,21 @@ HOLDER = ("import sys, time\nsys.path.insert(0, sys.argv[2])\n"
           "with TorLock(sys.argv[1]):\n    print('held', flush=True)\n    time.sleep(float(sys.argv[3]))\n")
 
 
+def _layer_gauges(path):
+    """[(layer, value)] of the onionlab_watchdog_layer_ok lines of a textfile the watchdog wrote."""
+    out = []
+    try:
+        text = Path(path).read_text()
+    except OSError:
+        return out
+    for line in text.splitlines():
+        if line.startswith("onionlab_watchdog_layer_ok{"):
+            labels, _, value = line.rpartition(" ")
+            layer = labels.split('layer="', 1)[1].split('"', 1)[0]
+            out.append((layer, value))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--minutes", type=float, default=30)
@@ -55,7 +70,9 @@ def main():
     else:
         net = pn.PrivNet(ready_timeout=120)
         net.start()
-        onion_ctl, socks_port, client_ctl = net.onion.info(), net.socks_port, net.client.info()
+        # a tor of its own with a SocksPort on 127.0.0.1: the watchdog's reach layer (a fresh client on the service's
+        # own tor) is checked, as on a host whose tor role opened that port for it
+        onion_ctl, socks_port, client_ctl = net.add_tor("soak", socks=True).info(), net.socks_port, net.client.info()
     work = Path(tempfile.mkdtemp(prefix="onionlab-soak-"))
     import http.server
     import threading
@@ -74,7 +91,7 @@ def main():
         config = {"control_port": onion_ctl["control_port"], "cookie_path": onion_ctl["cookie_path"],
                   "addresses": addresses, "state_file": str(work / "state.json"),
                   "metrics_file": str(work / "wd.prom"), "restart_command": ["false"]}
-        verdicts, unhealthy, fetches = collections.Counter(), [], collections.Counter()
+        verdicts, unhealthy, fetches, layers = collections.Counter(), [], collections.Counter(), collections.Counter()
         lock_line = None
         start = time.monotonic()
         end = start + args.minutes * 60
@@ -99,6 +116,7 @@ def main():
                     unhealthy.append("%.0fs %s" % (time.monotonic() - start, line[:300]))
             checked = len(addresses) - sum(1 for l in dog.lines if " state=" in l)
             verdicts["healthy (silent)"] += checked
+            layers.update(_layer_gauges(work / "wd.prom"))
             if runs % 2 == 0:
                 with connect(port=client_ctl["control_port"], cookie_path=client_ctl["cookie_path"]) as cctl:
                     cctl.signal("NEWNYM")
@@ -116,6 +134,8 @@ def main():
         print("soak: %.1f min, %d watchdog runs, %d services" % ((time.monotonic() - start) / 60, runs, len(addresses)))
         print("verdicts: %s" % dict(verdicts))
         print("repairs by step: %s (expected none)" % (dict(repairs) or "none"))
+        print("layer gauges over the runs (layer=value: 1 ok, 0 failed, -1 not checked): %s"
+              % ", ".join("%s=%s: %d" % (k[0], k[1], n) for k, n in sorted(layers.items())))
         print("client fetches (NEWNYM before each round): %s" % dict(fetches))
         print("run while a run of the collection held the lock: %s" % lock_line)
         for line in unhealthy[:20]:
