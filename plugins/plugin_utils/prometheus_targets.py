@@ -1,0 +1,109 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, onionlab.tor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The prometheus role's scrape targets (issue 41: roles declare, Python decides): the tor hosts' MetricsPort, the
+Onionprobe hosts' exporters and the watchdog hosts' node_exporters, each an address:port or, for a host whose location
+is secret (prometheus_metrics_onion), its metrics onion service's port through tor; every host's port checked with one
+message naming the host. The filter prometheus_targets is its face.
+
+This is a private plugin_utils file of onionlab.tor; its API may change at any time."""
+
+from __future__ import annotations
+
+import re
+
+ONIONPROBE_EXPORTER_PORT = 9935          # Onionprobe's own default, and the onionprobe role's
+WILDCARDS = ("0.0.0.0", "::")
+_METRICS_PORT_RE = re.compile(r"^([0-9]+|[0-9]{1,3}(\.[0-9]{1,3}){3}:[0-9]+|\[[0-9a-fA-F:.]+\]:[0-9]+)\Z")
+_PORT_RE = re.compile(r"^[0-9]+\Z")
+
+
+class TargetsError(ValueError):
+    """A host's port cannot be scraped; the message names the host and the variable."""
+
+
+def _shown(value, width=40):
+    text = str(value)
+    return text if len(text) <= width + 5 else text[:width - 3] + "..."
+
+
+def _bracketed(address):
+    return "[%s]" % address if ":" in address else address
+
+
+def _vars(hostvars, host):
+    return hostvars[host] if host in hostvars else None
+
+
+def _entry(host, hv, address, port):
+    """{host, onion, target}: the metrics onion's port when the host names one, else address:port."""
+    onion = hv.get("prometheus_metrics_onion")
+    if onion is not None:
+        name = str(onion)
+        name = name[:-len(".onion")] if name.endswith(".onion") else name
+        return {"host": host, "onion": True, "target": "%s.onion:%d" % (name, port)}
+    return {"host": host, "onion": False, "target": "%s:%d" % (_bracketed(address), port)}
+
+
+def tor_targets(hosts, hostvars):
+    """The tor hosts that set tor_metrics_port (as in torrc: a port, or an address and port)."""
+    out = []
+    for host in hosts:
+        hv = _vars(hostvars, host)
+        if hv is None or hv.get("tor_metrics_port") is None:
+            continue
+        spec = str(hv["tor_metrics_port"])
+        port = int(spec.rpartition(":")[2]) if _METRICS_PORT_RE.match(spec) else 0
+        if not 1 <= port <= 65535:
+            raise TargetsError("host %s: tor_metrics_port must be its tor's MetricsPort, a port (9035) or an IP address "
+                               "and port (10.0.0.5:9035, [fd00::5]:9035) as in torrc, got %s" % (host, _shown(spec)))
+        listen = spec.rpartition(":")[0].strip("[]") if ":" in spec else ""
+        address = hv.get("tor_metrics_address")
+        if address is None:
+            address = listen if listen not in ("",) + WILDCARDS else hv.get("ansible_host", host)
+        out.append(_entry(host, hv, str(address), port))
+    return out
+
+
+def onionprobe_targets(hosts, hostvars):
+    """The Onionprobe hosts' exporters (onionprobe_exporter_port, else Onionprobe's 9935)."""
+    out = []
+    for host in hosts:
+        hv = _vars(hostvars, host)
+        if hv is None:
+            continue
+        spec = str(hv.get("onionprobe_exporter_port", ONIONPROBE_EXPORTER_PORT))
+        if not _PORT_RE.match(spec) or not 1 <= int(spec) <= 65535:
+            raise TargetsError("host %s: onionprobe_exporter_port must be a port (1-65535), got %s" % (host, _shown(spec)))
+        listen = str(hv.get("onionprobe_exporter_listen_address", "127.0.0.1"))
+        address = hv.get("onionprobe_exporter_address")
+        if address is None:
+            address = listen if listen not in WILDCARDS else hv.get("ansible_host", host)
+        out.append({"host": host, "target": "%s:%d" % (_bracketed(str(address)), int(spec))})
+    return out
+
+
+def watchdog_targets(hosts, hostvars, node_exporter_port):
+    """The watchdog hosts' node_exporters (their prometheus_node_exporter_port, else the role's)."""
+    out = []
+    for host in hosts:
+        hv = _vars(hostvars, host)
+        if hv is None:
+            continue
+        port = hv.get("prometheus_node_exporter_port", node_exporter_port)
+        try:
+            port = int(port)
+        except (TypeError, ValueError):
+            port = 0
+        if not 1 <= port <= 65535:
+            raise TargetsError("host %s: prometheus_node_exporter_port must be a port (1-65535), got %s"
+                               % (host, _shown(hv.get("prometheus_node_exporter_port", node_exporter_port))))
+        out.append(_entry(host, hv, str(hv.get("ansible_host", host)), port))
+    return out
+
+
+def targets(tor_hosts, onionprobe_hosts, watchdog_hosts, hostvars, node_exporter_port):
+    """{'tor': [...], 'onionprobe': [...], 'watchdog': [...]}; TargetsError for the first host whose port is wrong."""
+    return {"tor": tor_targets(tor_hosts or [], hostvars),
+            "onionprobe": onionprobe_targets(onionprobe_hosts or [], hostvars),
+            "watchdog": watchdog_targets(watchdog_hosts or [], hostvars, node_exporter_port)}
