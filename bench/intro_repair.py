@@ -7,7 +7,7 @@ freeze (issue 38): measured on the private Tor network, a fresh client as the ju
 A private network (3 authorities, --relays relays), one more tor with a persistent service and an ephemeral one
 (ADD_ONION, its key kept here) in front of a local web server. Each trial: both services reachable by a fresh client
 (NEWNYM, then a fetch through the network's client); the relays at the end of the services' introduction circuits
-that are not authorities are stopped (SIGSTOP: the TCP connections stay open, tor on the service side notices
+that are not authorities nor guards of the client or the service are stopped (SIGSTOP: the TCP connections stay open, tor on the service side notices
 nothing); a fetch must now fail; then one step is taken:
 
   none       nothing (the control: how long until tor finds out by itself)
@@ -15,14 +15,15 @@ nothing); a fetch must now fail; then one step is taken:
   sighup     SIGHUP of the service's tor
   setconf    SETCONF of the persistent service's block with HiddenServiceNumIntroductionPoints changed and back
   readd      DEL_ONION + ADD_ONION of the ephemeral service with its key (the persistent one: nothing)
+  restart    tor restarted (stopped by its PID, started again), the ephemeral service added back with its key
 
 and a fresh client fetches both services every --probe seconds until each answers or --window seconds pass; tor's
 HS_DESC UPLOADED events and new HS_SERVICE_INTRO circuits are counted. The relays are thawed (SIGCONT) and the
 services must be reachable again before the next trial. Printed: per step and service, seconds from the step to the
 first answer (or never), uploads, new intro circuits. Nothing leaves 127.0.0.1.
 
-Usage: .venv/bin/python bench/intro_repair.py [--steps none,close,sighup,setconf,readd] [--trials 1]
-       [--relays 6] [--window 240] [--probe 5]
+Usage: .venv/bin/python bench/intro_repair.py [--steps none,close,sighup,setconf,readd,restart] [--trials 1]
+       [--relays 8] [--window 240] [--probe 5]
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ sys.path.insert(0, str(ROOT / ".build" / "collections"))
 sys.path.insert(0, str(ROOT / "bench"))
 from harness import privnet as pn  # noqa: E402
 from harness.fixtures import socks5_http_get  # noqa: E402
-from watchdog_faults import Handler  # noqa: E402  (the campaign's web server: 200 "ok")
+from watchdog_faults import Handler, guards, restart_node  # noqa: E402  (the campaign's web server, its helpers)
 
 
 def connect(node):
@@ -98,9 +99,9 @@ class Uploads(threading.Thread):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--steps", default="none,close,sighup,setconf,readd")
+    ap.add_argument("--steps", default="none,close,sighup,setconf,readd,restart")
     ap.add_argument("--trials", type=int, default=1)
-    ap.add_argument("--relays", type=int, default=6)
+    ap.add_argument("--relays", type=int, default=8)
     ap.add_argument("--window", type=float, default=240.0)
     ap.add_argument("--probe", type=float, default=5.0)
     args = ap.parse_args()
@@ -145,11 +146,14 @@ def main():
                 with connect(svc) as ctl:
                     before = intro_circuits(ctl, sids)
                 hops = set(fp for _sid, fp in before.values())
-                frozen = [by_fp[fp] for fp in hops if fp in by_fp and fp not in authorities]
+                # not a guard of the client (a frozen guard stops the judge itself) nor of the service's tor (it stops
+                # every circuit of the service: another fault; the first run froze them and nothing came back)
+                spared = guards(net.client, svc)
+                frozen = [by_fp[fp] for fp in hops if fp in by_fp and fp not in authorities and fp not in spared]
                 for relay in frozen:
                     os.kill(relay.pid, signal.SIGSTOP)
-                print("\n== trial %d step %s: %d intro circuits, intro relays %d (%d authorities), frozen %d"
-                      % (trial + 1, step, len(before), len(hops), len(hops & authorities), len(frozen)))
+                print("\n== trial %d step %s: %d intro circuits, intro relays %d (%d authorities, %d guards), frozen %d" % (trial + 1, step, len(before), len(hops), len(hops & authorities),
+                                              len(hops & spared - authorities), len(frozen)))
                 broken = dict((n, fetch(net, a, 30)) for n, a in services.items())
                 print("  after the freeze: %s" % dict((n, why) for n, (ok, why) in broken.items()))
                 # 3. the step
@@ -167,8 +171,15 @@ def main():
                         lines = [("HiddenServiceDir", str(hs_dir)), ("HiddenServicePort", "80 " + port_line)]
                         ctl.set_conf(lines + [("HiddenServiceNumIntroductionPoints", "4")])
                         ctl.set_conf(lines + [("HiddenServiceNumIntroductionPoints", "3")])
+                    elif step == "restart":
+                        pass
                     elif step == "readd":
                         ctl.request("DEL_ONION", [ephemeral[:-6]])
+                        kind, _sep, blob = key.partition(":")
+                        ctl.add_onion([(80, port_line)], key_type=kind, key_blob=blob, flags=["Detach"])
+                if step == "restart":       # tor restarted as its service manager would; the ephemeral one added back
+                    restart_node(svc)
+                    with connect(svc) as ctl:
                         kind, _sep, blob = key.partition(":")
                         ctl.add_onion([(80, port_line)], key_type=kind, key_blob=blob, flags=["Detach"])
                 # 4. until each answers

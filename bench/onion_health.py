@@ -5,9 +5,9 @@
 introduction and reach) per service, against a plain `GETINFO version` round trip on the same control connection,
 in the same run (issue 38: the verdict's cost at 1, 10 and 50 services).
 
-On a private Tor network of its own (tests/harness/privnet.py): one more tor with a
-SocksPort on 127.0.0.1 (the reach layer's fresh client is the service's own tor), N ephemeral services on it in front
-of a local HTTP server, each waited for until the whole verdict is healthy (a fresh client got an answer). Then,
+On a private Tor network of its own (tests/harness/privnet.py, voting every 60 s): one more tor with a
+SocksPort on 127.0.0.1 (the reach layer's fresh client is the service's own tor), N persistent services on it in
+front of a local HTTP server, each waited for until the whole verdict is healthy (a fresh client got an answer). Then,
 repetition by repetition in alternation: one check of all N services and one GETINFO round trip. For each: this
 process's CPU time, the service tor's CPU time (its /proc/PID/stat), the circuits tor launched meanwhile (CIRC
 LAUNCHED on a second control connection), the bytes on the control connection, and the check's wall time (it waits
@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -99,29 +101,39 @@ def main():
 
     backend = Backend(("127.0.0.1", 0), Handler)
     threading.Thread(target=backend.serve_forever, daemon=True).start()
-    net = pn.PrivNet(ready_timeout=120)
+    sizes = [int(x) for x in args.services.split(",")]
+    # voting every 60 s: a time period of 24 minutes, as long as a run (with 10 s, periods of 4 minutes turned during
+    # the 50-service checks and the descriptor layer compared tor's descriptor of one period with the HSDirs' other)
+    net = pn.PrivNet(ready_timeout=180, voting_interval=60)
     net.start()
+    work = tempfile.mkdtemp(prefix="onionlab-health-bench-")
     try:
-        info = net.add_tor("health", socks=True).info()
+        # persistent services (torrc): their ports are known, so the backend and reach layers are checked (an
+        # ephemeral service that the collection's record does not hold gets neither)
+        lines = []
+        for i in range(max(sizes)):
+            hs_dir = os.path.join(work, "hs%d" % i)
+            os.mkdir(hs_dir, 0o700)
+            lines += ["HiddenServiceDir %s" % hs_dir, "HiddenServicePort 80 127.0.0.1:%d" % backend.server_address[1]]
+        node = net.add_tor("health", socks=True, extra_lines=lines)
+        info = node.info()
+        made = [open(os.path.join(work, "hs%d" % i, "hostname")).read().strip() for i in range(max(sizes))]
         with connect(port=info["control_port"], cookie_path=info["cookie_path"], timeout=60) as ctl, \
                 connect(port=info["control_port"], cookie_path=info["cookie_path"], timeout=60) as watch:
             watch.request("SETEVENTS", ["CIRC"])
             counted = Counted(ctl.sock._sock)
             ctl.sock._sock = counted
-            made = []
             print("tor %s, %d CPU(s); backend 127.0.0.1:%d" % (ctl.get_info("version")["version"], os.cpu_count(),
                                                                backend.server_address[1]))
             print("%-9s %12s %12s %10s %10s %12s %14s %10s" % (
                 "services", "CPU ms/svc", "tor ms/svc", "circ/svc", "wall s", "bytes/svc", "GETINFO CPU ms",
                 "CPU ratio"))
-            for n in [int(x) for x in args.services.split(",")]:
-                while len(made) < n:
-                    made.append(ctl.add_onion([(80, "127.0.0.1:%d" % backend.server_address[1])],
-                                              flags=["Detach", "DiscardPK"])["service_id"] + ".onion")
+            for n in sizes:
                 t0 = time.monotonic()
                 while True:
                     result = onion_health.check(ctl, addresses=made[:n], timeout=30)
-                    if all(s["state"] == "healthy" for s in result["services"]):
+                    if all(s["state"] == "healthy" and (s.get("layers") or {}).get("reach", {}).get("ok") is True
+                           for s in result["services"]):
                         break
                     if time.monotonic() - t0 > 600:
                         sys.exit("the services did not become healthy in 600 s: %s"
@@ -141,11 +153,10 @@ def main():
                     statistics.median(c[4] for c in checks) / n, statistics.median(c[1] for c in checks),
                     statistics.median(c[2] for c in checks) / n, plain_cpu,
                     cpu / plain_cpu if plain_cpu else float("nan")))
-            for address in made:
-                ctl.del_onion(address[:-len(".onion")])
     finally:
         backend.shutdown()
         net.stop()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

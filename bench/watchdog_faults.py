@@ -14,8 +14,8 @@ client). Each fault is injected into both tors at once, --trials times in turn:
   hsdirs     every HSDir of the network (authorities and relays) restarted one after the other: caches empty;
   backend    both web servers stopped for --backend-minutes (3), then started again (the alone one only then);
   hung       both tors stopped (SIGSTOP: alive, not answering) for --hung-minutes (10), then thawed (SIGCONT);
-  intro      the relays at the end of both services' introduction circuits (not authorities, not the client's
-             guards) stopped (SIGSTOP) for --intro-minutes (5), then thawed;
+  intro      the relays at the end of both services' introduction circuits (not authorities, not a guard of the
+             client or of the two tors) stopped (SIGSTOP) for --intro-minutes (5), then thawed;
   kill       both tors killed (SIGKILL) and started again 5 s later, as their service manager would;
   vanguards  the vanguards addon (--vanguards, a vanguards 0.3.1 command; left out without it) run once against
              both tors (--one_shot_vanguards with a new state file: new layer-2 and layer-3 guards).
@@ -248,10 +248,14 @@ def intro_relays(tors, authorities, guards):
     return fps - authorities - guards
 
 
-def client_guards(net):
-    with _ctl(net.client) as ctl:
-        text = ctl.get_info("entry-guards")["entry-guards"]
-    return set(line.split()[0].split("~")[0].lstrip("$") for line in text.splitlines() if line.strip())
+def guards(*nodes):
+    """{fingerprint} of the entry guards of the tors."""
+    out = set()
+    for node in nodes:
+        with _ctl(node) as ctl:
+            text = ctl.get_info("entry-guards")["entry-guards"]
+        out |= set(line.split()[0].split("~")[0].lstrip("$") for line in text.splitlines() if line.strip())
+    return out
 
 
 def wait_answered(campaign, name, since, deadline):
@@ -286,10 +290,12 @@ def inject(fault, args, net, tors, backends, work, trial):
                 extra.setdefault("restarted_while_hung", []).append(name)
     elif fault == "intro":
         authorities = set(a.fingerprint for a in net.authorities)
-        guards = client_guards(net)
-        fps = intro_relays(tors.values(), authorities, guards)
+        # not a guard of the client (the judge) nor of the services' tors (a frozen guard stops every circuit of its
+        # tor: that is another fault, and on 8 relays the intro relays are often guards too)
+        spared = guards(net.client, *tors.values())
+        fps = intro_relays(tors.values(), authorities, spared)
         frozen = [r for r in net.relays if r.fingerprint in fps]
-        extra.update(frozen=len(frozen), client_guards_spared=len(guards - authorities))
+        extra.update(frozen=len(frozen), guards_spared=len(spared - authorities))
         for relay in frozen:
             os.kill(relay.pid, signal.SIGSTOP)
         try:
