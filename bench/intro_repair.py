@@ -7,8 +7,8 @@ freeze (issue 38): measured on the private Tor network, a fresh client as the ju
 A private network (3 authorities, --relays relays), one more tor with a persistent service and an ephemeral one
 (ADD_ONION, its key kept here) in front of a local web server. Each trial: both services reachable by a fresh client
 (NEWNYM, then a fetch through the network's client); the relays at the end of the services' introduction circuits
-that are not authorities nor guards of the client or the service are stopped (SIGSTOP: the TCP connections stay open, tor on the service side notices
-nothing); a fetch must now fail; then one step is taken:
+that are not authorities nor guards of the client or the service are stopped (SIGSTOP: the TCP connections stay open,
+tor on the service side notices nothing); a fetch must now fail; then one step is taken:
 
   none       nothing (the control: how long until tor finds out by itself)
   close      CLOSECIRCUIT of the service's introduction circuits
@@ -152,8 +152,9 @@ def main():
                 frozen = [by_fp[fp] for fp in hops if fp in by_fp and fp not in authorities and fp not in spared]
                 for relay in frozen:
                     os.kill(relay.pid, signal.SIGSTOP)
-                print("\n== trial %d step %s: %d intro circuits, intro relays %d (%d authorities, %d guards), frozen %d" % (trial + 1, step, len(before), len(hops), len(hops & authorities),
-                                              len(hops & spared - authorities), len(frozen)))
+                print("\n== trial %d step %s: %d intro circuits, intro relays %d (%d authorities, %d guards), frozen %d"
+                      % (trial + 1, step, len(before), len(hops), len(hops & authorities),
+                         len(hops & spared - authorities), len(frozen)))
                 broken = dict((n, fetch(net, a, 30)) for n, a in services.items())
                 print("  after the freeze: %s" % dict((n, why) for n, (ok, why) in broken.items()))
                 # 3. the step

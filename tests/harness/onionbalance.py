@@ -226,7 +226,7 @@ class NamedHTTP:
 
 __all__ = ['BalancedPrivNet', 'Onionbalance', 'NamedHTTP', 'add_backend', 'write_frontend_key',
            'write_config', 'stop_tor', 'restart_tor', 'onionbalance_version', 'Frontend', 'until_steady',
-           'until_seen']
+           'until_seen', 'client_intro_keys']
 
 
 def isolated_get(socks_port, address, timeout=20.0, tag=None):
@@ -307,6 +307,14 @@ def intro_keys(text, address):
     from stem.descriptor.hidden_service import HiddenServiceDescriptorV3
     inner = HiddenServiceDescriptorV3(text.encode('ascii'), validate=True).decrypt(address)
     return {ip.auth_key_cert.key for ip in inner.introduction_points}
+
+
+def client_intro_keys(net, address):
+    """The auth keys of the introduction points of the descriptor of address the private network's client holds now
+    (empty when it holds none)."""
+    text = _descriptor(net.client.control_port, net.client.cookie_path,
+                       'hs/client/desc/id/' + address.replace('.onion', ''))
+    return intro_keys(text, address) if text else set()
 
 
 def live_intro_keys(backends):

@@ -122,15 +122,28 @@ def test_frontend_answers_with_backend_pages(balanced):
     first, failures, _ = _until_steady(st, names, st['started'])
     _say('onionbalance %s: frontend %s answered %.1fs after onionbalance started (%d failed tries before)'
          % (st['version'], st['frontend'], first, failures))
-    seen = {}
+    seen, stale = {}, []
     t0 = time.monotonic()
     while len(seen) < len(names) and time.monotonic() - t0 < 120:
         page, why = _get(st['net'], st['frontend'])
-        assert page is not None, why
+        if page is None:
+            # A request fails when the frontend descriptor the client holds names introduction points the backends no
+            # longer have (INTRODUCE_ACK nack at each, then SOCKS 0x01): the backends' tors replace intro points in
+            # their first minutes, and Onionbalance republishes after them, but a client keeps its copy (a soak run
+            # failed here so). That is Onionbalance's lag, not a failure of the frontend: the client fetches again
+            # until it holds a live descriptor. A request that fails on a live descriptor fails the test.
+            held, live = ob.client_intro_keys(st['net'], st['frontend']), ob.live_intro_keys(st['backends'])
+            assert held and not held <= live, (
+                '%s, on a descriptor naming only live introduction points (%d of %d)\n%s'
+                % (why, len(held & live), len(held), _diagnose(st)))
+            stale.append(ob.until_live_descriptor(st['net'], st['frontend'], st['backends'], DEADLINE)[0])
+            continue
         name = page.split()[-1]
         assert name in names, page
         seen[name] = seen.get(name, 0) + 1
-    _say('pages by backend over %d requests (fresh circuit each): %s' % (sum(seen.values()), seen))
+    _say('pages by backend over %d requests (fresh circuit each): %s; requests that failed on a stale descriptor '
+         '(the backends had replaced its intro points), each followed by a live one after (s): %s'
+         % (sum(seen.values()), seen, stale))
     assert len(seen) >= 2, 'every request went to one backend: %s' % seen
 
 
