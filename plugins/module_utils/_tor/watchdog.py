@@ -28,8 +28,11 @@ there: binding the backend to 127.0.0.1 or a unix socket is the fix, and a perso
 
 The check has layers (onion_health.py, health_layers.py: tor, backend, descriptor, introduction, reach). The ladder
 above repairs the descriptor only: a service unhealthy at another layer while its descriptor is fine (a backend
-down, introduction or reach failing) gets a journal line naming the failed layer and no descriptor repair (a repost,
-reload or restart would not bring back a backend; repairs for reach and introduction are not in this version). Each
+down, introduction or reach failing) gets a journal line naming the failed layer and no descriptor repair (a repost
+or reload would not bring back a backend). Introduction or reach failing while the descriptor and the backend are
+fine has a ladder of its own (_repair_intro, after confirm_checks, a step per check): close the service's
+introduction circuits (tor builds new ones), add an ephemeral service whose key was kept again (new introduction
+points, same address), restart tor (restart_interval holds it back). Each
 service's journal line carries its layers (layers="tor:ok backend:fail descriptor:ok introduction:ok
 reach:fail"), and the textfile one gauge per layer: onionlab_watchdog_layer_ok{onion=...,layer=...} (1 ok, 0
 failed, -1 not checked). When tor's control port does not answer, the line says whether tor is hung (its process
@@ -70,6 +73,9 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import Co
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.lock import LockTimeout, TorLock
 
 STEPS = (None, "repost", "reload", "restart")
+# the introduction/reach ladder: a service tor publishes, that clients cannot reach through its introduction points
+INTRO_STEPS = (None, "close-intro", "readd", "restart")
+REPAIRS = ("repost", "reload", "restart", "close-intro", "readd", "backend")
 DEFAULTS = {
     "control_socket": _client.DEFAULT_SOCKET, "control_port": None, "control_host": "127.0.0.1",
     "cookie_path": None, "addresses": None, "fetch_timeout": 30.0, "min_hsdirs": None,
@@ -322,10 +328,11 @@ class Watchdog:
             evidence = "; ".join(entry["reasons"])
             extra = {"layer": entry.get("failed_layer") or "none", "layers": shown} if layers else {}
             if entry["state"] == "healthy":
-                if record["step"]:
+                if record["step"] or record.get("intro_step"):
+                    done = STEPS[record["step"]] if record["step"] else INTRO_STEPS[record["intro_step"]]
                     self.say(service=address, state="healthy", evidence=evidence, action="none", **dict(extra, result=(
-                        "healthy again after step %d (%s)" % (record["step"], STEPS[record["step"]]))))
-                record.update(streak=0, step=0, last_healthy=now)
+                        "healthy again after step %d (%s)" % (record["step"] or record["intro_step"], done))))
+                record.update(streak=0, step=0, intro_step=0, last_healthy=now)
                 continue
             if entry["state"] == "pending":
                 self.say(service=address, state="pending", evidence=evidence, action="none",
@@ -334,15 +341,17 @@ class Watchdog:
             record["failures"] += 1
             record["streak"] += 1
             failed = entry.get("failed_layer")
-            units = []
+            units, intro = [], False
             if failed not in (None, "descriptor") and (layers.get("descriptor") or {}).get("ok") is not False:
-                # the descriptor is fine: reposting, reloading or restarting tor would not help this layer
+                # the descriptor is fine: reposting or reloading would not help this layer. A backend that refuses
+                # gets its unit restarted; introduction or reach failing (the backend accepts) gets the intro ladder
                 units = self._units_for(layers.get("backend")) if failed == "backend" else []
-                if not units:
+                intro = failed in ("introduction", "reach")
+                if not units and not intro:
                     self.say(service=address, state="unhealthy", evidence=evidence, action="none", **dict(
                         extra, result="the %s layer failed, the descriptor is fine: no descriptor repair; %s" % (
                             failed, "no unit in backend_units for its target, so nothing to restart"
-                            if failed == "backend" else "no repair for the %s layer in this version" % failed)))
+                            if failed == "backend" else "no repair for the %s layer" % failed)))
                     continue
             if record["streak"] < self.config["confirm_checks"]:
                 self.say(service=address, state="unhealthy", evidence=evidence, action="none", **dict(
@@ -366,7 +375,10 @@ class Watchdog:
                 self.say(service=address, state="unhealthy", evidence=evidence, action="none",
                          **dict(extra, result="a run of the collection holds the tor's lock; no repair now"))
                 continue
-            self._repair(ctl, state, record, entry, services[address], evidence, now, extra)
+            if intro:
+                self._repair_intro(ctl, state, record, entry, evidence, now, extra)
+            else:
+                self._repair(ctl, state, record, entry, services[address], evidence, now, extra)
         if lock:
             lock.release()
 
@@ -531,6 +543,65 @@ class Watchdog:
         self.say(service=entry["address"], state="unhealthy", evidence=evidence, action=STEPS[step] or "none",
                  **dict(extra or {}, result="; ".join(notes + [outcome])))
 
+    def _repair_intro(self, ctl, state, record, entry, evidence, now, extra):
+        """The next step of the introduction/reach ladder: 1 close the service's introduction circuits (tor builds
+        new ones, to other relays when one does not answer, and publishes them); 2 an ephemeral service whose key was
+        kept is added again (DEL_ONION + ADD_ONION: new introduction points, the same address); 3 (2 for any other)
+        tor restarted, held back by restart_interval, meanwhile step 1 again."""
+        step, notes = min(record.get("intro_step", 0) + 1, 3), []
+        sid = entry["address"][:-len(".onion")]
+        if step == 2 and not (entry["type"] == "ephemeral" and self._kept(ctl, sid)):
+            step = 3
+        last = state.get("last_restart")
+        if step == 3 and last and now - last < self.config["restart_interval"]:
+            notes.append("restart held back: tor was restarted %d s ago (restart_interval %d s)"
+                         % (now - last, self.config["restart_interval"]))
+            step = 1
+        if step == 1:
+            outcome = self._close_intro(ctl, sid)
+        elif step == 2:
+            outcome = self._readd_now(ctl, sid)
+        else:
+            ok, output = self._restart()
+            state["last_restart"] = now
+            outcome = "tor restarted" if ok else "the restart command failed: %s" % output
+        record["intro_step"] = step
+        record["repairs"][INTRO_STEPS[step]] = record["repairs"].get(INTRO_STEPS[step], 0) + 1
+        self.say(service=entry["address"], state="unhealthy", evidence=evidence, action=INTRO_STEPS[step],
+                 **dict(extra or {}, result="; ".join(notes + [outcome])))
+
+    @staticmethod
+    def _close_intro(ctl, sid):
+        circuits = health_layers.intro_circuits(
+            health_layers.parse_circuits(ctl.get_info("circuit-status")["circuit-status"]), sid)
+        closed = 0
+        for circ in circuits:
+            try:
+                ctl.request("CLOSECIRCUIT", [circ["id"]])
+                closed += 1
+            except TorError:
+                pass            # gone meanwhile
+        return "closed %d of its %d introduction circuits: tor builds new ones" % (closed, len(circuits))
+
+    def _kept(self, ctl, sid):
+        """(view, key) of an ephemeral service the collection recorded and whose key it kept; None otherwise."""
+        data_dir = dict(ctl.get_conf("DataDirectory")).get("DataDirectory")
+        view = ephemeral.read_ephemeral_record(data_dir).get(sid) if data_dir else None
+        try:
+            key = ephemeral.kept_key(self.config["ephemeral_key_dir"], sid) if view else None
+        except OSError:
+            key = None
+        return (view, key) if key else None
+
+    def _readd_now(self, ctl, sid):
+        view, key = self._kept(ctl, sid)
+        try:
+            ctl.del_onion(sid)
+            ephemeral.add_back(ctl, sid, view, key)
+        except TorError as exc:
+            return "adding it again failed: %s" % str(exc)[:200]
+        return "removed and added again with its kept key (same address, new introduction points)"
+
     def _repost(self, ctl, entry, service):
         text = onion_health.reference_text(service)
         lacking = [h["fingerprint"] for h in entry["hsdirs"] if h["result"] != "current"]
@@ -574,7 +645,7 @@ def metrics_text(state):
            [(label(a), r["failures"]) for a, r in services])
     family("onionlab_watchdog_repairs_total", "counter", "Repairs by step of the ladder, and backend: a "
            "backend_units unit restarted.",
-           [(label(a, step=s), r["repairs"].get(s, 0)) for a, r in services for s in STEPS[1:] + ("backend",)])
+           [(label(a, step=s), r["repairs"].get(s, 0)) for a, r in services for s in REPAIRS])
     family("onionlab_watchdog_readds_total", "counter", "Ephemeral services added back from their kept keys after "
            "tor no longer ran them.", [("", state.get("readds", 0))])
     family("onionlab_watchdog_hung_restarts_total", "counter", "Restarts of tor found hung on hung_checks runs "

@@ -18,11 +18,31 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor.lock import TorL
 ADDRESS = "a" * 56 + ".onion"
 
 
+INTRO_CIRCUITS = "".join(
+    "%d BUILT $%s~g,$%s~m,$%s~i%d PURPOSE=HS_SERVICE_INTRO HS_STATE=HSSI_ESTABLISHED REND_QUERY=%s "
+    "TIME_CREATED=2026-12-06T10:00:00.000000\n" % (n, "A" * 40, "B" * 40, ("%X" % n) * 40, n, ADDRESS[:-6])
+    for n in (1, 2, 3))
+
+
 class FakeCtl(object):
     def __init__(self, data_dir):
         self.signals = []
+        self.requests = []
         self.data_dir = data_dir
         self.sock = type("S", (), {"where": "fake"})()
+
+    def get_info(self, *keys):
+        return {"circuit-status": INTRO_CIRCUITS}
+
+    def request(self, command, args):
+        self.requests.append([command] + list(args))
+
+    def del_onion(self, sid):
+        self.requests.append(["DEL_ONION", sid])
+
+    def add_onion(self, ports, key_type=None, key_blob=None, flags=(), client_auth_v3=(), keywords=None):
+        self.requests.append(["ADD_ONION", key_type, ports])
+        return {"service_id": ADDRESS[:-6]}
 
     def __enter__(self):
         return self
@@ -221,10 +241,10 @@ def test_a_layer_other_than_the_descriptor_is_named_never_repaired_as_a_descript
         return {"services": [checks.pop(0)]}, {ADDRESS: object()}
     monkeypatch.setattr(onion_health, "run_check", run_check)
     lines = bed["run"]([None, None, None])
-    assert _actions(lines) == ["none", "none", "repost"], lines
+    assert _actions(lines) == ["none", "close-intro", "repost"], lines
     assert 'layer=backend layers="tor:ok backend:fail descriptor:ok introduction:ok reach:fail"' in lines[0]
     assert "the backend layer failed, the descriptor is fine: no descriptor repair" in lines[0]
-    assert "layer=reach" in lines[1] and "no repair for the reach layer in this version" in lines[1]
+    assert "layer=reach" in lines[1] and "closed 3 of its 3 introduction circuits" in lines[1]
     assert "layer=descriptor" in lines[2] and "reach:unchecked" in lines[2]
     assert bed["ctl"].signals == [] and bed["restarts"] == [] and len(bed["script"]["posted"]) == 1
     metrics = (bed["tmp"] / "wd.prom").read_text()
@@ -232,6 +252,45 @@ def test_a_layer_other_than_the_descriptor_is_named_never_repaired_as_a_descript
     assert "# TYPE onionlab_watchdog_layer_ok gauge" in metrics
     for name, value in (("tor", 1), ("backend", 1), ("descriptor", 0), ("introduction", 1), ("reach", -1)):
         assert 'onionlab_watchdog_layer_ok{onion="%s",layer="%s"} %d' % (onion, name, value) in metrics, metrics
+
+
+def _reach_failing(kind):
+    entry = _layered("unhealthy", "reach", {"tor": True, "backend": True, "descriptor": True, "introduction": True,
+                                            "reach": False})
+    return dict(entry, type=kind)
+
+
+def test_reach_failing_with_the_descriptor_fine_climbs_the_intro_ladder(bed, monkeypatch):
+    """A persistent service that tor publishes but no fresh client reaches: close its introduction circuits (every
+    one of that service), then restart tor; restart_interval holds the restart back and the ladder closes the
+    circuits again; healthy again names the step. repairs_total counts close-intro."""
+    checks = [_reach_failing("persistent") for _ in range(4)] + [_layered("healthy", None, {
+        "tor": True, "backend": True, "descriptor": True, "introduction": True, "reach": True})]
+    monkeypatch.setattr(onion_health, "run_check", lambda ctl, **o: ({"services": [checks.pop(0)]}, {ADDRESS: object()}))
+    lines = bed["run"]([None] * 5, restart_interval=3600)
+    assert _actions(lines) == ["close-intro", "restart", "close-intro", "close-intro", "none"], lines
+    assert [r for r in bed["ctl"].requests if r[0] == "CLOSECIRCUIT"] == [["CLOSECIRCUIT", n] for n in "123" * 3]
+    assert len(bed["restarts"]) == 1 and "restart held back: tor was restarted 300 s ago" in lines[2]
+    assert "healthy again after step 1 (close-intro)" in lines[4]
+    assert 'onionlab_watchdog_repairs_total{onion="%s",step="close-intro"} 3' % ADDRESS[:-6] in \
+        (bed["tmp"] / "wd.prom").read_text()
+
+
+def test_an_ephemeral_service_with_its_key_kept_is_added_again_before_a_restart(bed, monkeypatch):
+    """Step 2 for an ephemeral service the collection recorded with its key kept: DEL_ONION and ADD_ONION with that
+    key (new introduction points, the same address), no restart; then tor restarted; never the key in a line."""
+    key = "ED25519-V3:" + "k" * 86 + "=="
+    monkeypatch.setattr(watchdog.ephemeral, "read_ephemeral_record", lambda d: {ADDRESS[:-6]: {
+        "ports": [{"port": 80, "target": "127.0.0.1:8080"}]}})
+    monkeypatch.setattr(watchdog.ephemeral, "kept_key", lambda d, sid: key)
+    monkeypatch.setattr(watchdog.ephemeral, "add_back", lambda ctl, sid, view, k: ctl.add_onion(
+        [(80, "127.0.0.1:8080")], key_type=k.partition(":")[0]) and sid)
+    checks = [_reach_failing("ephemeral") for _ in range(3)]
+    monkeypatch.setattr(onion_health, "run_check", lambda ctl, **o: ({"services": [checks.pop(0)]}, {ADDRESS: object()}))
+    lines = bed["run"]([None] * 3, restart_interval=0, readd_ephemeral=False)
+    assert _actions(lines) == ["close-intro", "readd", "restart"], lines
+    assert ["DEL_ONION", ADDRESS[:-6]] in bed["ctl"].requests and "same address, new introduction points" in lines[1]
+    assert len(bed["restarts"]) == 1 and not any("k" * 20 in l for l in lines)
 
 
 def test_a_tor_that_accepts_but_never_answers_is_hung(bed, tmp_path, monkeypatch):
