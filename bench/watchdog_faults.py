@@ -28,7 +28,7 @@ detect for both tors. Nothing leaves 127.0.0.1.
 
 Usage: .venv/bin/python bench/watchdog_faults.py [--faults hsdirs,backend,hung,intro,kill,vanguards] [--trials 5]
        [--interval 60] [--probe 5] [--window 300] [--hung-minutes 10] [--backend-minutes 3] [--intro-minutes 5]
-       [--vanguards PATH] [--restart-interval 600] [--json FILE]
+       [--vanguards PATH] [--restart-interval 120] [--json FILE]
 """
 
 from __future__ import annotations
@@ -388,9 +388,9 @@ def main():
     ap.add_argument("--backend-minutes", type=float, default=3.0)
     ap.add_argument("--intro-minutes", type=float, default=5.0)
     ap.add_argument("--voting-interval", type=int, default=60)
-    ap.add_argument("--restart-interval", type=int, default=600,
-                    help="the watched tor's restart_interval (the role's default 3600 would hold back the restarts of "
-                         "the next trials of a fault: they come minutes apart here)")
+    ap.add_argument("--restart-interval", type=int, default=120,
+                    help="the watched tor's restart_interval and backend_restart_interval (the role's defaults, 3600 "
+                         "and 600, hold back the repairs of the next trials of a fault: they come minutes apart here)")
     ap.add_argument("--vanguards", default="auto",
                     help="a vanguards command; auto (the default): vanguards 0.3.1 from PyPI in .build/vanguards-0.3.1 "
                          "(made once); none: leave that fault out")
@@ -445,7 +445,7 @@ def main():
             return True, "restarted by the campaign"
 
         watched = config("watched", backend_units={"127.0.0.1:%d" % backends["watched"].port: "campaign-web.service"},
-                         restart_interval=args.restart_interval)
+                         restart_interval=args.restart_interval, backend_restart_interval=args.restart_interval)
         threads = [threading.Thread(target=campaign.prober, args=(net, targets), daemon=True),
                    threading.Thread(target=campaign.dog, args=("watched", watched, restart), daemon=True),
                    threading.Thread(target=campaign.dog, args=("alone", config("alone", report_only=True), None),
