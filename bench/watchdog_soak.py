@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Soak: the watchdog on healthy services for a long time must repair nothing and raise no false alarm.
 
-A private Tor network (tests/harness/privnet.py; --privnet DIR uses a running one) whose onion-service tor runs
---services ephemeral services; the watchdog (watchdog.Watchdog, its own state and metrics files) runs every
+A private Tor network (tests/harness/privnet.py) and a tor with a SocksPort running --services persistent services
+(--privnet DIR: a running network's onion-service tor and ephemeral services, whose reach is then not checked); the watchdog (watchdog.Watchdog, its own state and metrics files) runs every
 --interval seconds for --minutes minutes, as the timer would; meanwhile a client fetches each service now and
 then through the network's SocksPort (fresh descriptor: NEWNYM first). Once, in the middle, a run of the
 collection holds the tor's lock while a watchdog run happens (a role run at the same time as a check): no repair
@@ -62,6 +62,15 @@ def main():
     from ansible_collections.onionlab.tor.plugins.module_utils._tor import watchdog
     from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 
+    import http.server
+    import threading
+
+    from watchdog_faults import Handler   # the same one-line page (bench/ is this script's directory)
+
+    backend = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=backend.serve_forever, daemon=True).start()
+    work = Path(tempfile.mkdtemp(prefix="onionlab-soak-"))
+    addresses = []
     net = None
     if args.privnet:
         state = pn.read_state(args.privnet)
@@ -70,21 +79,21 @@ def main():
     else:
         net = pn.PrivNet(ready_timeout=120)
         net.start()
-        # a tor of its own with a SocksPort on 127.0.0.1: the watchdog's reach layer (a fresh client on the service's
-        # own tor) is checked, as on a host whose tor role opened that port for it
-        onion_ctl, socks_port, client_ctl = net.add_tor("soak", socks=True).info(), net.socks_port, net.client.info()
-    work = Path(tempfile.mkdtemp(prefix="onionlab-soak-"))
-    import http.server
-    import threading
-
-    from watchdog_faults import Handler   # the same one-line page (bench/ is this script's directory)
-
-    backend = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=backend.serve_forever, daemon=True).start()
-    addresses = []
+        # a tor of its own with a SocksPort on 127.0.0.1 (the watchdog's reach layer: a fresh client on the service's
+        # own tor, as on a host whose tor role opened that port for it) and persistent services (their ports known,
+        # so the backend and reach layers are checked; an ephemeral service the collection did not record gets
+        # neither: the first 60-minute run checked no reach)
+        lines = []
+        for i in range(args.services):
+            (work / ("hs%d" % i)).mkdir(mode=0o700)
+            lines += ["HiddenServiceDir %s" % (work / ("hs%d" % i)),
+                      "HiddenServicePort 80 127.0.0.1:%d" % backend.server_address[1]]
+        onion_ctl = net.add_tor("soak", socks=True, extra_lines=lines).info()
+        socks_port, client_ctl = net.socks_port, net.client.info()
+        addresses = [(work / ("hs%d" % i) / "hostname").read_text().strip() for i in range(args.services)]
     try:
         with connect(port=onion_ctl["control_port"], cookie_path=onion_ctl["cookie_path"]) as ctl:
-            for _ in range(args.services):
+            while len(addresses) < args.services:       # --privnet: ephemeral ones on its onion tor
                 addresses.append(ctl.add_onion([(80, "127.0.0.1:%d" % backend.server_address[1])],
                                                flags=["Detach"])["service_id"] + ".onion")
             data_dir = dict(ctl.get_conf("DataDirectory"))["DataDirectory"]
