@@ -239,31 +239,26 @@ def _field(line, key):
     return rest.split(" ", 1)[0]
 
 
+def _built(*nodes):
+    """The built circuits of the tors (health_layers.parse_circuits: id, status, path [(fingerprint, nickname)])."""
+    from ansible_collections.onionlab.tor.plugins.module_utils._tor.health_layers import parse_circuits
+    out = []
+    for node in nodes:
+        with _ctl(node) as ctl:
+            out += parse_circuits(ctl.get_info("circuit-status")["circuit-status"])
+    return [c for c in out if c["status"] == "BUILT" and c["path"]]
+
+
 def intro_relays(tors, authorities, guards):
     """{fingerprint} at the end of the HS_SERVICE_INTRO circuits of the tors, without authorities and guards."""
-    fps = set()
-    for node in tors:
-        with _ctl(node) as ctl:
-            status = ctl.get_info("circuit-status")["circuit-status"]
-        for line in status.splitlines():
-            words = line.split()
-            if "PURPOSE=HS_SERVICE_INTRO" in line and len(words) > 2 and words[1] == "BUILT":
-                fps.add(words[2].split(",")[-1].split("~")[0].lstrip("$"))
-    return fps - authorities - guards
+    return set(c["path"][-1][0] for c in _built(*tors)
+               if c["keywords"].get("PURPOSE") == "HS_SERVICE_INTRO") - authorities - guards
 
 
 def guards(*nodes):
     """{fingerprint} of the guards the tors use now: the first hop of each of their built circuits (GETINFO
     entry-guards lists the sampled set, on a network this small nearly every relay)."""
-    out = set()
-    for node in nodes:
-        with _ctl(node) as ctl:
-            text = ctl.get_info("circuit-status")["circuit-status"]
-        for line in text.splitlines():
-            words = line.split()
-            if len(words) > 2 and words[1] == "BUILT":
-                out.add(words[2].split(",")[0].split("~")[0].lstrip("$"))
-    return out
+    return set(c["path"][0][0] for c in _built(*nodes))
 
 
 def wait_answered(campaign, name, since, deadline):
