@@ -550,7 +550,8 @@ class Watchdog:
         tor restarted, held back by restart_interval, meanwhile step 1 again."""
         step, notes = min(record.get("intro_step", 0) + 1, 3), []
         sid = entry["address"][:-len(".onion")]
-        if step == 2 and not (entry["type"] == "ephemeral" and self._kept(ctl, sid)):
+        kept = self._kept(ctl, sid) if step == 2 and entry["type"] == "ephemeral" else None
+        if step == 2 and not kept:
             step = 3
         last = state.get("last_restart")
         if step == 3 and last and now - last < self.config["restart_interval"]:
@@ -560,7 +561,7 @@ class Watchdog:
         if step == 1:
             outcome = self._close_intro(ctl, sid)
         elif step == 2:
-            outcome = self._readd_now(ctl, sid)
+            outcome = self._readd_now(ctl, sid, *kept)
         else:
             ok, output = self._restart()
             state["last_restart"] = now
@@ -593,8 +594,10 @@ class Watchdog:
             key = None
         return (view, key) if key else None
 
-    def _readd_now(self, ctl, sid):
-        view, key = self._kept(ctl, sid)
+    @staticmethod
+    def _readd_now(ctl, sid, view, key):
+        """DEL_ONION and ADD_ONION with the kept key. Should the ADD_ONION fail, the service stays in the collection's
+        record, so the next run's _readd adds it back (or names why it cannot)."""
         try:
             ctl.del_onion(sid)
             ephemeral.add_back(ctl, sid, view, key)
