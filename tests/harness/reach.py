@@ -225,7 +225,7 @@ class Reach:
             return None
         return revision if own is not None and _b64(own) == blinded else None
 
-    def _held(self, address, side, blinded, asked, probes):
+    def _held(self, address, side, blinded, asked, probes, accept=None):
         """{(HSDir, blinded key)} of the HSDirs in asked whose last answer to the client (HS_DESC_CONTENT of an
         HSFETCH it sent them, again every 5 s until each serves it) is the service's current descriptor for that key
         (its revision, when the service's tor is watched): for a service published before the watch began, whose
@@ -233,15 +233,22 @@ class Reach:
         tor's revision counter counts from the start of an SRV run, so after a reload or restart near a run's boundary
         a service's new descriptor can carry a lower one, and every HSDir rejects it (HS_DESC FAILED
         REASON=UPLOAD_REJECTED) until the next period's blinded key (seen in a soak: the client kept an older
-        descriptor it could not decrypt, 60 s of 0x01)."""
+        descriptor it could not decrypt, 60 s of 0x01). accept(text): an HSDir counts when the descriptor it serves
+        passes it instead (for when the service's tor cannot say: its current descriptor is the other period's, the
+        one clients of this period do not fetch, so any revision would count)."""
         sid = address[:-len('.onion')]
         side.poll()
-        own = self._own_revision(sid, blinded)
         last = {}
         for _t, words, text in side.contents:
             if len(words) >= 4 and words[1] == sid and words[2] == blinded:
-                last[_health._fingerprint(words[3])] = _health.outer_layer(text)[0]
-        have = {(f, blinded) for f, revision in last.items() if revision is not None and own in (None, revision)}
+                last[_health._fingerprint(words[3])] = text
+        if accept is not None:
+            have = {(f, blinded) for f, text in last.items() if text and accept(text)}
+        else:
+            own = self._own_revision(sid, blinded)
+            revisions = dict((f, _health.outer_layer(text)[0]) for f, text in last.items())
+            have = {(f, blinded) for f, revision in revisions.items()
+                    if revision is not None and own in (None, revision)}
         now = time.monotonic()
         missing = ['$' + f for f in asked if (f, blinded) not in have and now - probes.get((f, blinded), -9) > 5]
         if missing:
@@ -249,14 +256,14 @@ class Reach:
             probes.update(((f[1:], blinded), now) for f in missing)
         return have
 
-    def wait_published(self, addresses, deadline=None, since=0.0, client=None):
+    def wait_published(self, addresses, deadline=None, since=0.0, client=None, accept=None):
         """Until each service's descriptor for the client's current period is UPLOADED to every HSDir the client
         will ask (an upload begun at or after since, a mark()); {address: (seconds since this Reach opened,
         period)}. The deadline counts from now: the caller has made the services already; by default one time
         period of the client's consensus and a minute (an upload the HSDirs reject is followed by the next
         period's, under another blinded key). since=None: the service was published before this Reach began (its
         uploads unseen): the client asks those HSDirs itself (HSFETCH) until each serves the descriptor the
-        service's tor holds now."""
+        service's tor holds now, or (accept) one whose text passes accept(text)."""
         side = self._client(client)
         start = time.monotonic()
         out, probes = {}, {}
@@ -268,7 +275,7 @@ class Reach:
                 if period is None or not asked:
                     continue
                 if since is None:
-                    have = self._held(address, side, blinded, asked, probes)
+                    have = self._held(address, side, blinded, asked, probes, accept)
                 else:
                     have = self._uploaded(address[:-len('.onion')], since)
                 if all((f, blinded) in have for f in asked):
