@@ -53,15 +53,15 @@ def connect(node):
 
 
 def intro_circuits(ctl, sids):
-    """{circuit id: (service id, last hop fingerprint)} of the established intro circuits of the services."""
+    """{circuit id: (service id, last hop fingerprint)} of the built intro circuits of the services (read by the
+    library's health_layers.parse_circuits)."""
+    from ansible_collections.onionlab.tor.plugins.module_utils._tor.health_layers import parse_circuits
     out = {}
-    for line in ctl.get_info("circuit-status")["circuit-status"].splitlines():
-        words = line.split()
-        if len(words) < 3 or "PURPOSE=HS_SERVICE_INTRO" not in line or words[1] != "BUILT":
-            continue
-        query = [w.split("=", 1)[1] for w in words if w.startswith("REND_QUERY=")]
-        if query and query[0] in sids:
-            out[words[0]] = (query[0], words[2].split(",")[-1].lstrip("$").split("~")[0])
+    for circ in parse_circuits(ctl.get_info("circuit-status")["circuit-status"]):
+        query = circ["keywords"].get("REND_QUERY")
+        if (circ["status"] == "BUILT" and circ["keywords"].get("PURPOSE") == "HS_SERVICE_INTRO" and query in sids
+                and circ["path"]):
+            out[circ["id"]] = (query, circ["path"][-1][0])
     return out
 
 
