@@ -32,13 +32,13 @@ import socket
 import struct
 import subprocess
 import sys
-import threading
 import uuid
 
 import pytest
 
 from harness import hosts as _hosts
 from harness import privnet as _privnet
+from harness.http_backend import HttpBackend
 
 BIN = os.path.dirname(sys.executable)
 
@@ -128,10 +128,6 @@ def stockbed():
         bed.down()
 
 
-class _Backend(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-
-
 @pytest.fixture(scope='session')
 def http_backend():
     token = 'onionlab-%s' % uuid.uuid4().hex
@@ -148,16 +144,12 @@ def http_backend():
         def log_message(self, *args):
             pass
 
-    server = _Backend(('127.0.0.1', 0), Handler)
+    server = HttpBackend(Handler)
     server.token = token
-    server.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     try:
         yield server
     finally:
-        server.shutdown()
-        server.server_close()
+        server.stop()
 
 
 # ---------------------------------------------------------------------------

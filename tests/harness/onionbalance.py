@@ -35,15 +35,14 @@ import http.server
 import os
 import re
 import shutil
-import socketserver
 import subprocess
 import sys
-import threading
 import time
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion as onionkeys
 
 from . import privnet
+from .http_backend import HttpBackend
 
 ONIONBALANCE = shutil.which('onionbalance') or '/usr/sbin/onionbalance'
 VOTING_INTERVAL = 20  # what onionbalance --is-testnet assumes (chutney's)
@@ -191,11 +190,6 @@ class Onionbalance:
         self.proc = None
 
 
-class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-
 class NamedHTTP:
     """A loopback HTTP server answering 'backend <name>' to every GET."""
 
@@ -214,14 +208,11 @@ class NamedHTTP:
                 pass
 
         self.name = name
-        self.server = _Server(('127.0.0.1', 0), Handler)
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
+        self.server = HttpBackend(Handler)
+        self.port = self.server.port
 
     def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+        self.server.stop()
 
 
 __all__ = ['BalancedPrivNet', 'Onionbalance', 'NamedHTTP', 'add_backend', 'write_frontend_key',

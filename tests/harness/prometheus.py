@@ -27,9 +27,11 @@ import urllib.request
 
 try:  # imported as harness.prometheus (pytest) or from this directory
     from . import procs
+    from .http_backend import HttpBackend
     from .ports import free_ports
 except ImportError:  # pragma: no cover
     import procs
+    from http_backend import HttpBackend
     from ports import free_ports
 
 PROMETHEUS = os.environ.get('ONIONLAB_PROMETHEUS', '/usr/bin/prometheus')
@@ -379,11 +381,9 @@ class WebhookReceiver(object):
             def log_message(self, *args):
                 pass
 
-        self.server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
+        self.server = HttpBackend(Handler)
+        self.port = self.server.port
         self.url = 'http://127.0.0.1:%d/hook' % self.port
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     def wait_for(self, what, pred, timeout):
         """The first (t, payload) received for which pred(payload) is true, waiting up to timeout seconds."""
@@ -401,9 +401,7 @@ class WebhookReceiver(object):
                 self._cond.wait(min(left, 1.0))
 
     def __enter__(self):
-        self._thread.start()
         return self
 
     def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
+        self.server.stop()

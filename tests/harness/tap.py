@@ -41,6 +41,7 @@ class ControlTap(object):
         self.port = self._server.getsockname()[1]
         self._stop = False
         self._threads = []
+        self._conns = []
         self._lock = threading.Lock()
 
     def keywords(self):
@@ -69,6 +70,8 @@ class ControlTap(object):
             except OSError:
                 client.close()
                 continue
+            with self._lock:
+                self._conns += [client, upstream]
             last = [b""]  # this connection's last command line
             for target, args in ((self._up, (client, upstream, last)), (self._down, (upstream, client, last))):
                 thread = threading.Thread(target=target, args=args, daemon=True)
@@ -117,11 +120,25 @@ class ControlTap(object):
             upstream.close()
 
     def __enter__(self):
-        thread = threading.Thread(target=self._accept, daemon=True)
-        thread.start()
-        self._threads.append(thread)
+        self._acceptor = threading.Thread(target=self._accept, daemon=True)
+        self._acceptor.start()
         return self
 
     def __exit__(self, *exc):
+        # shutdown() wakes the accept() and recv() calls blocked on these sockets (a close() alone does not: the
+        # thread stays blocked for good, one leaked thread per tap); the acceptor first, so that no connection is
+        # added after the others are cut; then every thread of the tap is joined
         self._stop = True
+        _shutdown(self._server)
+        self._acceptor.join(10)
+        with self._lock:
+            conns = list(self._conns)
+        _shutdown(*conns)
+        for thread in [self._acceptor] + self._threads:
+            thread.join(10)
         self._server.close()
+        for sock in conns:
+            sock.close()
+        alive = [t.name for t in [self._acceptor] + self._threads if t.is_alive()]
+        if alive and exc[0] is None:
+            raise AssertionError("ControlTap: threads %s did not end within 10 s of the tap's close" % alive)

@@ -88,6 +88,7 @@ from harness import ansible_run
 from harness import hosts as hb
 from harness.ansible_run import PlaybookRun
 from harness.doc_blocks import doc_blocks, run_order
+from harness.http_backend import HttpBackend
 
 OPERATOR = "onionlab-operator"
 SERVER_GROUPS = ("web", "onion_servers", "onion_hosts")       # web1 (web2, web3)
@@ -743,11 +744,9 @@ class _BackendHandler(http.server.BaseHTTPRequestHandler):
 def _guide_backend():
     """(server or None, what the table says about it)."""
     try:
-        server = http.server.ThreadingHTTPServer(GUIDE_BACKEND, _BackendHandler)
+        server = HttpBackend(_BackendHandler, GUIDE_BACKEND)
     except OSError as exc:
         return None, "no web server on %s:%d (%s)" % (GUIDE_BACKEND + (exc,))
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, "the guides' web server answers on %s:%d" % GUIDE_BACKEND
 
 
@@ -808,8 +807,7 @@ def doc_results(docs_bed, request, tmp_path_factory):
         yield results
     finally:
         if backend is not None:
-            backend.shutdown()
-            backend.server_close()
+            backend.stop()
         for host in pool:
             host.unprepare()
         _print_table(request, [r for g in GUIDES for r in rows.get(g, [])], time.monotonic() - t0, boot,

@@ -7,22 +7,19 @@ on 127.0.0.1 only ("P", tor's 127.0.0.1:P) and a unix-socket port are not (metri
 
 import functools
 import http.server
-import threading
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import watchdog
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.onion import service_dir_address
 from harness.ansible_run import run_playbook
+from harness.http_backend import HttpBackend
 from harness.ports import free_ports
 
 
 def _serve(site, address, port):
     """The onion site's page from `site`, on address:port (stopped by the caller)."""
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
-    server = http.server.ThreadingHTTPServer((address, port), handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
+    return HttpBackend(handler, (address, port))
 
 
 def test_a_backend_on_every_address_is_warned_one_on_loopback_is_not(tor, tmp_path):
@@ -73,5 +70,4 @@ def test_a_backend_on_every_address_is_warned_one_on_loopback_is_not(tor, tmp_pa
         assert 'onionlab_watchdog_backend_exposed{onion="%s",port="81"} 0' % quiet[:-6] in metrics
     finally:
         for server in servers:
-            server.shutdown()
-            server.server_close()
+            server.stop()

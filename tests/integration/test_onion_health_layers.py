@@ -13,11 +13,9 @@ fixed sleep).
   after (by PID), and the check answers again.
 """
 
-import http.server
 import json
 import os
 import signal
-import threading
 import time
 
 import pytest
@@ -26,25 +24,12 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion_hea
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.onion import service_dir_address
 from harness.ansible_run import run_playbook
+from harness.http_backend import HttpBackend, Ok
 from harness.reach import Reach
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        self.send_response(200)
-        self.send_header("Content-Length", "2")
-        self.end_headers()
-        self.wfile.write(b"ok")
-
-    def log_message(self, *args):
-        pass
-
-
 def _server():
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
+    return HttpBackend(Ok)
 
 
 @pytest.fixture(scope="module")
@@ -69,8 +54,16 @@ def bed(privnet, tmp_path_factory):
     finally:
         ctl.close()
         for server in servers.values():
-            server.shutdown()
-            server.server_close()
+            server.stop()
+
+
+@pytest.fixture(autouse=True)
+def backends_kept(bed):
+    """After each test, the bed's backends still listen on the sockets they made (a test that closed a descriptor
+    it did not own is named, not found later as a teardown that hangs)."""
+    yield
+    problems = [server.problem() for server in bed["servers"].values() if not server.stopped]
+    assert not any(problems), problems
 
 
 def _check(bed, name, **options):
@@ -123,8 +116,7 @@ def test_healthy_service_every_layer_ok_and_a_client_got_through(bed, tmp_path):
 def test_backend_down_is_unhealthy_at_backend_not_repaired_as_a_descriptor(bed, tmp_path):
     server = bed["servers"]["broken"]
     assert _check(bed, "broken", layers=["backend"])["state"] == "healthy"
-    server.shutdown()
-    server.server_close()
+    server.stop()
     entry = _check(bed, "broken", reach_timeout=30)
     layers = entry["layers"]
     assert entry["state"] == "unhealthy" and entry["failed_layer"] == "backend", entry
@@ -211,5 +203,4 @@ def test_a_service_with_client_authorization_is_reached_with_its_probe_client(be
         assert entry["layers"]["reach"]["ok"] is None, entry["layers"]["reach"]
         assert "no probe client of ours" in entry["layers"]["reach"]["evidence"]
     finally:
-        server.shutdown()
-        server.server_close()
+        server.stop()
