@@ -75,7 +75,10 @@ options:
     type: list
     elements: str
   fetch_timeout:
-    description: Seconds to wait for the HSDirs' answers (all services are asked at once).
+    description:
+      - Seconds to wait for the HSDirs' answers to one service, counted from the moment it is asked.
+      - At most 24 HSDirs are asked at a time (three services' worth); more at once filled tor's 32 pending
+        circuits and made its circuit build timeout grow without bound, after which no fetch was answered.
     type: float
     default: 30.0
   min_hsdirs:
@@ -92,7 +95,8 @@ options:
     choices: [backend, introduction, reach]
     default: [backend, introduction, reach]
   reach_timeout:
-    description: Seconds for the reach layer's attempts at each service (all services are probed at once).
+    description: Seconds for the reach layer's attempts at each service, counted from its turn (4 services are probed
+      at a time).
     type: float
     default: 60.0
   reach_attempts:

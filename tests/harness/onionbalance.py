@@ -42,6 +42,7 @@ import time
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion as onionkeys
 
 from . import privnet
+from .ports import free_ports
 from .http_backend import HttpBackend
 
 ONIONBALANCE = shutil.which('onionbalance') or '/usr/sbin/onionbalance'
@@ -111,18 +112,39 @@ def add_backend(net, name, frontend, http_port):
         return node, f.read().strip()
 
 
-def restart_tor(net, node):
-    """Start a stopped node's tor again with the same torrc (same keys)."""
-    size = node.log_text().count('Bootstrapped 100%')
-    node.start()
-    deadline = time.monotonic() + 60
-    while True:
-        text = node.log_text()
-        if text.count('Bootstrapped 100%') > size:
-            return node
-        if not node.running() or time.monotonic() > deadline:
-            raise privnet.PrivNetError('%s did not come back: %s' % (node.name, text[-500:]))
-        time.sleep(0.1)
+def restart_tor(net, node, attempts=3, quiet=60.0):
+    """Start a stopped node's tor again with the same torrc (same keys), until its log says Bootstrapped 100% again.
+    Its deadline counts from tor's last log line (a tor still bootstrapping is waited for; one silent for `quiet`
+    seconds is not). While it was stopped its control or SOCKS port is free for anyone: another lane's network took
+    one at a clean-clone run (the tor exited at once, "Address already in use", and the error showed only the old
+    log's tail); then the node gets new ports of those two kinds (not an ORPort: the consensus names it) and starts
+    again, up to `attempts` times."""
+    for attempt in range(1, attempts + 1):
+        size = node.log_text().count('Bootstrapped 100%')
+        node.start()
+        seen, quiet_since = len(node.log_text()), time.monotonic()
+        while True:
+            text = node.log_text()
+            if text.count('Bootstrapped 100%') > size:
+                return node
+            if len(text) != seen:
+                seen, quiet_since = len(text), time.monotonic()
+            if not node.running():
+                said = node.stdout_text()
+                if 'Address already in use' in said and not node.is_server() and attempt < attempts:
+                    ports = free_ports(2)
+                    node.control_port = ports[0]
+                    node.socks_port = ports[1] if node.socks_port else node.socks_port
+                    privnet.log('%s: a port was taken while it was stopped; again with new ones: %s'
+                                % (node.name, said.strip()[-200:]))
+                    break
+                raise privnet.PrivNetError('%s did not come back: it exited (%s): %s; its log: %s' % (
+                    node.name, node.proc.returncode, said.strip()[-500:], text[-300:]))
+            if time.monotonic() - quiet_since > quiet:
+                raise privnet.PrivNetError('%s did not come back: nothing logged for %.0f s: %s'
+                                           % (node.name, quiet, text[-500:]))
+            time.sleep(0.1)
+    raise privnet.PrivNetError('%s did not come back after %d starts' % (node.name, attempts))
 
 
 def stop_tor(node, grace=5.0):

@@ -306,3 +306,25 @@ def test_start_failure_stops_everything(tmp_path, monkeypatch):
     started = [n for n in net.nodes if n.proc is not None]
     assert started
     assert all(n.proc.poll() is not None for n in started)
+
+
+def test_a_stopped_tor_whose_port_was_taken_comes_back_on_new_ports(privnet):
+    """harness.onionbalance.restart_tor: while a node is stopped its control port is free for anyone (a clean-clone
+    run: another lane's network took a stopped backend's port, its tor exited at once with "Address already in use"
+    and the test failed twice on "did not come back"); the node gets new ports and comes back."""
+    import socket
+    from harness import onionbalance as ob
+    node = privnet.add_tor("restarted")
+    try:
+        ob.stop_tor(node)
+        old = node.control_port
+        with socket.socket() as held:
+            held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            held.bind(("127.0.0.1", old))
+            held.listen(1)
+            ob.restart_tor(privnet, node)
+        assert node.running() and node.control_port != old
+        with connect(port=node.control_port, cookie_path=node.cookie_path, timeout=30) as ctl:
+            assert ctl.get_info("status/bootstrap-phase")["status/bootstrap-phase"].find("PROGRESS=100") > 0
+    finally:
+        ob.stop_tor(node)

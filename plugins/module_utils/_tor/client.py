@@ -69,6 +69,13 @@ class Controller:
     def events(self):
         return self.sock.events
 
+    def event_mark(self):
+        """transport.ControlSocket.event_mark: a place in the stream of events that dropping old ones does not move."""
+        return self.sock.event_mark()
+
+    def events_since(self, mark):
+        return self.sock.events_since(mark)
+
     @property
     def where(self):
         return self.sock.where

@@ -53,6 +53,12 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_l
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import OperationFailed, TorError
 
 DEFAULT_TIMEOUT = 30.0
+# how many HSDirs the descriptor layer asks at a time (3 services of 8), and how many services the reach layer probes
+# at a time: each is a circuit (a probe: a fetch, an introduction and a rendezvous) of tor's client side, which
+# holds at most 32 pending (MaxClientCircuitsPending) and learns a longer build timeout from a burst of timeouts
+# (see _fetch)
+FETCHES_IN_FLIGHT = 24
+PROBES_IN_FLIGHT = 4
 REACH_TIMEOUT = 60.0
 REACH_ATTEMPTS = 3
 WEB_PORTS = (80, 443)
@@ -204,6 +210,7 @@ class _Service:
         self.texts = {}     # revision -> a descriptor text an HSDir served
         self.client_blinded = None
         self.pending = None
+        self.fetch_started = self.fetch_seconds = None   # its HSFETCH (monotonic), and how long its answers took
 
     def own_side(self, ctl, period):
         key = "hs/service/desc/id/" + self.service_id
@@ -321,7 +328,7 @@ def reach(ctl, services, timeout=REACH_TIMEOUT, attempts=REACH_ATTEMPTS, web_por
     """Each service's reach layer: up to `attempts` connections, within `timeout` seconds, as a fresh client through
     a SocksPort of this very tor on 127.0.0.1 (GETINFO net/listeners/socks) to one configured port of the service
     (the first of web_ports it has, with an HTTP GET: any HTTP status is an answer, and is reported; 443 over TLS;
-    else its lowest port, a TCP connection), until one answers. All services at once.
+    else its lowest port, a TCP connection), until one answers. PROBES_IN_FLIGHT services at a time.
 
     tor's client side fetches the descriptor from the HSDirs and introduces itself like any client's; it does not
     read the local service's state. Each attempt has a fresh random SOCKS username and password, so tor
@@ -372,7 +379,7 @@ def reach(ctl, services, timeout=REACH_TIMEOUT, attempts=REACH_ATTEMPTS, web_por
             jobs.append((service, choice))
     if not jobs:
         return
-    first = len(ctl.events)
+    first = ctl.event_mark()
     ctl.request("SETEVENTS", ["HS_DESC"])
     try:
         try:
@@ -381,9 +388,10 @@ def reach(ctl, services, timeout=REACH_TIMEOUT, attempts=REACH_ATTEMPTS, web_por
             pass
         # a probe key is lent after the NEWNYM (which purges the credentials tor's client side holds for the session
         # only) and again before any attempt that finds it gone (a NEWNYM tor delayed, up to 10 s, came in between)
-        lock = threading.Lock()
+        lock, slots = threading.Lock(), threading.BoundedSemaphore(PROBES_IN_FLIGHT)
         threads = [threading.Thread(target=_reach_one, args=(service, choice, socks_port, timeout, attempts, clock),
-                                    kwargs={"before": _lender(ctl, lock, service, lent.get(service.service_id))},
+                                    kwargs={"before": _lender(ctl, lock, service, lent.get(service.service_id)),
+                                            "slots": slots},
                                     name="onion-health-reach-%d" % i) for i, (service, choice) in enumerate(jobs)]
         for thread in threads:
             thread.daemon = True
@@ -401,7 +409,7 @@ def reach(ctl, services, timeout=REACH_TIMEOUT, attempts=REACH_ATTEMPTS, web_por
                 pass
     for service, choice in jobs:
         fetched = 0
-        for event in ctl.events[first:]:
+        for event in ctl.events_since(first):
             words = event.lines[0].text.split()
             if len(words) >= 3 and words[:2] == ["HS_DESC", "REQUESTED"] and words[2] == service.service_id:
                 fetched += 1
@@ -449,9 +457,13 @@ def _holds_client_key(ctl, service_id):
         return False
 
 
-def _reach_one(service, choice, socks_port, timeout, attempts, clock, before=None):
+def _reach_one(service, choice, socks_port, timeout, attempts, clock, before=None, slots=None):
     """The attempts at one service (a thread of reach()); its layer left in service.layers["reach"]. before: called
-    before each attempt (the probe key lent again when tor's client side lost it)."""
+    before each attempt (the probe key lent again when tor's client side lost it). slots: a semaphore that bounds
+    how many services are probed at once (PROBES_IN_FLIGHT); the timeout counts from the service's turn."""
+    if slots is not None:
+        with slots:
+            return _reach_one(service, choice, socks_port, timeout, attempts, clock, before)
     port, mode, tls = choice
     started = clock()
     done = []
@@ -487,17 +499,16 @@ def repost(ctl, address, text, fingerprints, timeout=DEFAULT_TIMEOUT, clock=time
     """Post a descriptor (its text) of the service at `address` to the HSDirs in `fingerprints` (one +HSPOST);
     {"uploaded", "failed", "no_answer"} counted from the HS_DESC events until all answered or the deadline."""
     start = clock()
-    first = len(ctl.events)
+    mark = ctl.event_mark()
     wanted = set(f.upper() for f in fingerprints)
     done = {}
     ctl.request("SETEVENTS", ["HS_DESC"])
     try:
         ctl.hs_post(text, ["$" + f for f in sorted(wanted)], address=address)
-        index = first
         while True:
-            while index < len(ctl.events):
-                words = ctl.events[index].lines[0].text.split()
-                index += 1
+            for event in ctl.events_since(mark):
+                mark += 1
+                words = event.lines[0].text.split()
                 if len(words) >= 5 and words[0] == "HS_DESC" and words[1] in ("UPLOADED", "FAILED"):
                     fingerprint = _fingerprint(words[4])
                     if fingerprint in wanted:
@@ -512,46 +523,65 @@ def repost(ctl, address, text, fingerprints, timeout=DEFAULT_TIMEOUT, clock=time
 
 
 def _fetch(ctl, services, ring, network, timeout, clock):
-    """One HSFETCH per service to every responsible HSDir; the answers from the events, until all came or
-    the deadline passed."""
-    start = clock()
-    first = len(ctl.events)
+    """One HSFETCH per service to every responsible HSDir; the answers from the events. At most FETCHES_IN_FLIGHT
+    HSDirs are asked at a time (a sliding window over the services): each fetch is a circuit of tor's client side,
+    and a burst of them (30 services: 180 at once) filled tor's 32 pending circuits (MaxClientCircuitsPending), made
+    its circuit build timeouts fire 18 times and its learned timeout grow without bound ("Insanely large circuit build
+    timeout"), after which no fetch was answered: every service read unhealthy while a client reached each one. A
+    service's `timeout` counts from its own HSFETCH; the check ends when every service asked has its answers or its
+    time is up."""
+    mark = ctl.event_mark()
     ctl.request("SETEVENTS", ["HS_DESC", "HS_DESC_CONTENT"])
     try:
-        by_id = {}
+        by_id, queue, active = {}, [], []
         for service in services:
             public = onion.parse_onion_address(service.address)
             service.client_blinded = onion.blinded_public_key(public, ring.period.number, ring.period.length)
             service.responsible = ring.responsible(service.client_blinded, network["replicas"], network["spread_store"])
             service.fetch_set = _client_set(service.responsible, network["spread_fetch"])
-            if service.responsible:
-                ctl.hs_fetch(service.address, ["$" + f for f, _n, _r in service.responsible])
             by_id[service.service_id] = service
-        deadline = start + timeout
-        index = first
+            if service.responsible:
+                queue.append(service)
         while True:
-            while index < len(ctl.events):
-                _take(ctl.events[index], by_id, clock() - start)
-                index += 1
-            if all(_done(s) for s in services):
+            for event in ctl.events_since(mark):
+                mark += 1
+                _take(event, by_id, clock())
+            now = clock()
+            for service in active:
+                if _done(service) or now >= service.fetch_started + timeout:
+                    service.fetch_seconds = now - service.fetch_started
+            active = [s for s in active if s.fetch_seconds is None]
+            in_flight = sum(_unanswered(s) for s in active)
+            while queue and (not active or in_flight + len(queue[0].responsible) <= FETCHES_IN_FLIGHT):
+                service = queue.pop(0)
+                service.fetch_started, service.fetch_seconds = clock(), None
+                ctl.hs_fetch(service.address, ["$" + f for f, _n, _r in service.responsible])
+                active.append(service)
+                in_flight += len(service.responsible)
+            if not active:
                 break
-            remaining = deadline - clock()
-            if remaining <= 0 or ctl.sock.wait_event(remaining) is None:
-                break
+            remaining = min(s.fetch_started + timeout for s in active) - clock()
+            if remaining > 0:
+                ctl.sock.wait_event(remaining)
     finally:
         ctl.request("SETEVENTS", [])
-    while index < len(ctl.events):
-        _take(ctl.events[index], by_id, clock() - start)
-        index += 1
+    for event in ctl.events_since(mark):
+        _take(event, by_id, clock())
+
+
+def _unanswered(service):
+    """How many of the HSDirs asked for the service have not answered yet (a receipt counts once its content came)."""
+    count = 0
+    for fingerprint, _nickname, _replica in service.responsible:
+        answer = service.answers.get(fingerprint, {})
+        if "revision" not in answer and answer.get("event") != "FAILED":
+            count += 1
+    return count
 
 
 def _done(service):
     """Whether every HSDir asked for the service has answered (a receipt counts once its content came)."""
-    for fingerprint, _nickname, _replica in service.responsible:
-        answer = service.answers.get(fingerprint, {})
-        if "revision" not in answer and answer.get("event") != "FAILED":
-            return False
-    return True
+    return _unanswered(service) == 0
 
 
 def _client_set(responsible, spread_fetch):
@@ -564,19 +594,19 @@ def _client_set(responsible, spread_fetch):
     return out
 
 
-def _take(event, by_id, seconds):
-    """One HS_DESC / HS_DESC_CONTENT event into its service's answers."""
+def _take(event, by_id, now):
+    """One HS_DESC / HS_DESC_CONTENT event into its service's answers (seconds counted from its HSFETCH)."""
     words = event.lines[0].text.split()
     if not words:
         return
     if words[0] == "HS_DESC_CONTENT" and len(words) >= 4:
         service = by_id.get(words[1])
         fingerprint = _fingerprint(words[3])
-        if service is None or fingerprint is None:
+        if service is None or fingerprint is None or service.fetch_started is None:
             return
         text = event.lines[0].data or ""
         revision = outer_layer(text)[0]
-        answer = service.answers.setdefault(fingerprint, {"seconds": round(seconds, 3)})
+        answer = service.answers.setdefault(fingerprint, {"seconds": round(now - service.fetch_started, 3)})
         if revision is not None:
             answer["revision"] = revision
             service.texts.setdefault(revision, text)
@@ -585,9 +615,9 @@ def _take(event, by_id, seconds):
         return
     service = by_id.get(words[2])
     fingerprint = _fingerprint(words[4])
-    if service is None or fingerprint is None:
+    if service is None or fingerprint is None or service.fetch_started is None:
         return
-    answer = service.answers.setdefault(fingerprint, {"seconds": round(seconds, 3)})
+    answer = service.answers.setdefault(fingerprint, {"seconds": round(now - service.fetch_started, 3)})
     answer["event"] = words[1]
     reason = [w.split("=", 1)[1] for w in words[5:] if w.startswith("REASON=")]
     if reason:
@@ -607,7 +637,8 @@ def _verdict(service, network, min_hsdirs, fetch_seconds=None):
         layers["descriptor"] = _layers.layer(None, "pending: %s" % service.pending)
         out.update(layers=layers, failed_layer=None)
         return out
-    layers["descriptor"] = _layers.layer(out["healthy"], "; ".join(out["reasons"]), fetch_seconds)
+    layers["descriptor"] = _layers.layer(out["healthy"], "; ".join(out["reasons"]),
+                                         service.fetch_seconds if service.fetch_seconds is not None else fetch_seconds)
     failed = _layers.first_failed(layers)
     out.update(layers=layers, failed_layer=failed, state="healthy" if failed is None else "unhealthy",
                healthy=failed is None, reasons=_layers.reasons(layers))

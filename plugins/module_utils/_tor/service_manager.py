@@ -600,14 +600,14 @@ def set_conf_explained(ctl, pairs):
     """SETCONF; when tor refuses it ("See logs for details"), the warnings tor logged while
     refusing (asked for with SETEVENTS WARN around the command) are put on the error as
     .explanation."""
-    first = len(ctl.events)
+    first = ctl.event_mark()
     ctl.request("SETEVENTS", ["WARN"])
     try:
         ctl.set_conf(pairs)
     except OperationFailed as exc:
         ctl.request("SETEVENTS", [])  # its reply comes after the queued WARN events
         warnings = []
-        for event in ctl.events[first:]:
+        for event in ctl.events_since(first):
             text = event.lines[0].text
             if text.startswith("WARN ") and "Controller gave us config lines" not in text:
                 warnings.append(text[5:].strip())

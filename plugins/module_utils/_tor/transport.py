@@ -62,6 +62,7 @@ class ControlSocket(object):
         self._buf = bytearray()
         self._pos = 0
         self.events = []
+        self.dropped_events = 0      # how many were dropped from the front of .events (MAX_EVENTS)
         self.closed = False
         quickack = getattr(socket, "TCP_QUICKACK", None)
         family = getattr(sock, "family", None)
@@ -232,9 +233,7 @@ class ControlSocket(object):
         while True:
             message = self._read_message(deadline)
             if message.is_event:
-                self.events.append(message)
-                if len(self.events) > MAX_EVENTS:
-                    del self.events[0]
+                self._keep(message)
                 continue
             return message
 
@@ -264,10 +263,24 @@ class ControlSocket(object):
         if not message.is_event:
             self.close()
             raise ProtocolError("tor at %s sent a reply nobody asked for: %r" % (self.where, message.lines[0].text[:80]))
+        self._keep(message)
+        return message
+
+    def _keep(self, message):
         self.events.append(message)
         if len(self.events) > MAX_EVENTS:
             del self.events[0]
-        return message
+            self.dropped_events += 1
+
+    def event_mark(self):
+        """A place in the stream of events (how many came so far): events_since(mark) gives the ones after it. A
+        position in .events is not one: once MAX_EVENTS are kept, every new event drops the oldest and moves the
+        others (a check of 30 services saw 1,000 events and skipped the HSDirs' answers it waited for)."""
+        return self.dropped_events + len(self.events)
+
+    def events_since(self, mark):
+        """The events kept that came after mark (event_mark()), oldest first."""
+        return self.events[max(0, mark - self.dropped_events):]
 
     def close(self):
         if not self.closed:

@@ -33,6 +33,12 @@ class FakeCtl(object):
         self.calls.append(("GETINFO", key))
         return {key: self.listeners}
 
+    def event_mark(self):
+        return len(self.events)
+
+    def events_since(self, mark):
+        return self.events[mark:]
+
     def request(self, keyword, args):
         self.calls.append((keyword, tuple(args)))
 

@@ -221,6 +221,24 @@ def test_events_are_bounded():
     assert sock.events[-1].lines[0].text == "BW %d 0" % (transport.MAX_EVENTS + 4)
 
 
+def test_a_mark_is_not_moved_by_events_dropped_after_it():
+    """A reader that remembered len(events) skipped what came next once MAX_EVENTS were kept (the health check of 30
+    services lost the HSDirs' answers it waited for); a mark counts every event that came."""
+    first = b"".join(b"650 BW %d 0\r\n" % i for i in range(transport.MAX_EVENTS - 2))
+    more = b"".join(b"650 BW %d 0\r\n" % i for i in range(transport.MAX_EVENTS - 2, transport.MAX_EVENTS + 8))
+    script = [(b"GETINFO", first + VERSION_REPLY), (b"GETINFO", more + VERSION_REPLY)]
+    with fake_socket(script) as (_fake, sock):
+        sock.request(GETINFO)
+        mark = sock.event_mark()
+        assert mark == transport.MAX_EVENTS - 2 and sock.dropped_events == 0
+        sock.request(GETINFO)
+        assert sock.dropped_events == 8 and sock.event_mark() == transport.MAX_EVENTS + 8
+        assert [e.lines[0].text for e in sock.events_since(mark)] == [
+            "BW %d 0" % i for i in range(transport.MAX_EVENTS - 2, transport.MAX_EVENTS + 8)]
+        # what the position read: the 10 new events start 8 places earlier now
+        assert sock.events[mark].lines[0].text == "BW %d 0" % (transport.MAX_EVENTS + 6)
+
+
 def test_endless_events_do_not_hold_us_past_the_timeout():
     timeout = 0.5
     with Trickler(b"650 BW 1 1\r\n", chunk=1000, delay=0.02, repeat=True) as peer:
