@@ -74,7 +74,9 @@ def launched(watch):
     """CIRC LAUNCHED events that arrived on the watching connection since the last call."""
     n = 0
     while True:
-        event = watch.sock.wait_event(0.0)
+        # a timeout above 0: with 0, wait_event returns at once unless a whole line is buffered already, without
+        # reading the socket (the first runs counted 0 circuits that way)
+        event = watch.sock.wait_event(0.05)
         if event is None:
             return n
         words = event.lines[0].text.split()     # CIRC <id> LAUNCHED ...
