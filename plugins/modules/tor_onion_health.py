@@ -77,8 +77,8 @@ options:
   fetch_timeout:
     description:
       - Seconds to wait for the HSDirs' answers to one service, counted from the moment it is asked.
-      - At most 24 HSDirs are asked at a time (three services' worth); more at once filled tor's 32 pending
-        circuits and made its circuit build timeout grow without bound, after which no fetch was answered.
+      - At most 24 HSDirs are asked at a time (three services' worth); each fetch is a circuit of tor's client side,
+        which holds at most 32 pending.
     type: float
     default: 30.0
   min_hsdirs:
