@@ -44,7 +44,8 @@ sys.path.insert(0, str(ROOT / ".build" / "collections"))
 sys.path.insert(0, str(ROOT / "bench"))
 from harness import privnet as pn  # noqa: E402
 from harness.fixtures import socks5_http_get  # noqa: E402
-from watchdog_faults import Handler, guards, restart_node  # noqa: E402  (the campaign's web server, its helpers)
+from harness.http_backend import Ok as Handler  # noqa: E402  (the tests' one-line page)
+from watchdog_faults import guards, restart_node  # noqa: E402  (the campaign's helpers)
 
 
 def connect(node):

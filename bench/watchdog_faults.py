@@ -34,7 +34,6 @@ Usage: .venv/bin/python bench/watchdog_faults.py [--faults hsdirs,backend,hung,i
 from __future__ import annotations
 
 import argparse
-import http.server
 import json
 import os
 import signal
@@ -51,19 +50,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(COLLECTIONS))
 from harness import privnet as pn  # noqa: E402
 from harness.fixtures import socks5_http_get  # noqa: E402
+from harness.http_backend import HttpBackend, Ok  # noqa: E402  (the tests' backend: its stop never hangs)
 
 NAMES = ("watched", "alone")
-
-
-class Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        self.send_response(200)
-        self.send_header("Content-Length", "3")
-        self.end_headers()
-        self.wfile.write(b"ok\n")
-
-    def log_message(self, *a):
-        pass
 
 
 class Backend(object):
@@ -76,14 +65,12 @@ class Backend(object):
 
     def start(self):
         if self.server is None:
-            self.server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-            self.port = self.server.server_address[1]
-            threading.Thread(target=self.server.serve_forever, daemon=True).start()
+            self.server = HttpBackend(Ok, ("127.0.0.1", self.port))
+            self.port = self.server.port
 
     def stop(self):
         if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
+            self.server.stop()
             self.server = None
 
 
