@@ -10,7 +10,7 @@ bash tests/utils/core-venv.sh 2.17 >/dev/null
 python tests/harness/hosts.py ensure-packages
 # the long bed tests run in steps 15-beds (a lane of their own) and 13-beds-checks (tests/ci/beds.txt)
 mapfile -t ignore < <(grep -v '^#' tests/ci/beds.txt | awk 'NF { print "--ignore=" $1 }')
-python -m pytest -p no:cacheprovider -q -rs --durations=25 "${ignore[@]}" tests/unit tests/integration "$@" \
+python -m pytest -p no:cacheprovider -q -rfEs --durations=25 "${ignore[@]}" tests/unit tests/integration "$@" \
     | tee .build/pytest.log
 if grep -Eq '^SKIPPED|[0-9]+ skipped' .build/pytest.log; then
     echo "pytest skipped tests (listed above): every check must run in CI" >&2

@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$ONIONLAB_ROOT"
 python tests/harness/hosts.py ensure-packages
-python -m pytest -p no:cacheprovider -q -rs --durations=5 tests/matrix "$@" | tee .build/matrix.log
+python -m pytest -p no:cacheprovider -q -rfEs --durations=5 tests/matrix "$@" | tee .build/matrix.log
 if grep -Eq '^SKIPPED|[0-9]+ skipped' .build/matrix.log; then
     echo "the OS matrix skipped (listed above): it must run in CI" >&2
     exit 1

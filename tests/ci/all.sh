@@ -52,6 +52,22 @@ lane() {
     return "$rc"
 }
 
+# why_failed STEP: what a failed step's log says of its failures, repeated at the end of the run, since CI
+# keeps only the tail of the output: pytest's short summary (each failed test with its first error line), or
+# the log's last lines when the step is not a pytest; then pytest's first 25 'E' lines; lines cut at 400 characters.
+why_failed() {
+    local log=".build/ci/$1.log"
+    printf '\n==== why %s failed (its log, .build/ci/%s.log):\n' "$1" "$1"
+    [ -f "$log" ] || { echo "  (no log)"; return 0; }
+    if grep -q '^=* short test summary info =*$' "$log"; then
+        sed -n '/^=* short test summary info =*$/,/^=* .*\(passed\|failed\|error\).* in [0-9.]*s/p' "$log" | head -30
+        echo "the first error lines (E):"
+        grep -E '^E ' "$log" | head -25
+    else
+        tail -n 30 "$log"
+    fi | cut -c1-400 | sed 's/^/  /'
+}
+
 # summary STEP...: every step's result and time, then the closing count; fails when a step failed
 # or has no result (it never ran to its end).
 summary() {
@@ -67,6 +83,13 @@ summary() {
     done
     if [ "$failed" -eq 0 ]; then
         printf '\n==== all steps passed in %ss\n' "$(( $(date +%s) - total_start ))"
+    else
+        for name in "$@"; do
+            case "$(cat ".build/ci/$name.result" 2>/dev/null)" in
+                passed*) ;;
+                *) why_failed "$name" ;;
+            esac
+        done
     fi
     printf 'steps: %d passed, %d failed\n' "$passed" "$failed"
     [ "$failed" -eq 0 ]

@@ -12,7 +12,7 @@ if [ ${#files[@]} -eq 0 ]; then
     echo "tests/ci/beds.txt names no file for lane $lane" >&2
     exit 1
 fi
-python -m pytest -p no:cacheprovider -q -rs --durations=10 "${files[@]}" "$@" | tee ".build/beds-$lane.log"
+python -m pytest -p no:cacheprovider -q -rfEs --durations=10 "${files[@]}" "$@" | tee ".build/beds-$lane.log"
 if grep -Eq '^SKIPPED|[0-9]+ skipped' ".build/beds-$lane.log"; then
     echo "pytest skipped tests (listed above): every check must run in CI" >&2
     exit 1
