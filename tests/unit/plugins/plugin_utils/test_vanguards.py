@@ -1,0 +1,84 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, onionlab.tor contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""plugin_utils/vanguards.py: the onion_vanguards role's variables checked in Python, and the role's task that uses
+it (rendered by Ansible's templar with the role's defaults)."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+import yaml
+
+from ansible_collections.onionlab.tor.plugins.plugin_utils import vanguards
+
+ROLE = pathlib.Path(__file__).resolve().parents[4] / "roles" / "onion_vanguards"
+DEFAULTS = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
+GOOD = dict((k[len("onion_vanguards_"):], v) for k, v in DEFAULTS.items())
+
+
+def test_the_defaults_pass_unchanged():
+    assert vanguards.check(dict(GOOD)) == GOOD
+
+
+@pytest.mark.parametrize("changes, said", [
+    ({"instance": "a b"}, "onion_vanguards_instance must be 1-40 letters"),
+    ({"instance": "x" * 41}, "onion_vanguards_instance must be"),
+    ({"tor_unit": "tor"}, "onion_vanguards_tor_unit must be a systemd service name"),
+    ({"tor_unit": "tor.service\nExecStart=/bin/sh"}, "onion_vanguards_tor_unit must be"),
+    ({"num_layer2_guards": 0}, "onion_vanguards_num_layer2_guards must be a whole number of at least 1 \\(got 0\\)"),
+    ({"num_layer3_guards": "eight"}, "onion_vanguards_num_layer3_guards must be a whole number of at least 1"),
+    ({"num_layer3_guards": True}, "onion_vanguards_num_layer3_guards must be"),
+    ({"circ_max_megabytes": -1}, "onion_vanguards_circ_max_megabytes must be a whole number of at least 0"),
+    ({"circ_max_hsdesc_kilobytes": "30x"}, "onion_vanguards_circ_max_hsdesc_kilobytes must be"),
+    ({"control_port": 9051}, "not both and not neither"),
+    ({"control_socket": ""}, "not both and not neither"),
+    ({"control_socket": "", "control_port": 70000}, "onion_vanguards_control_port must be a port number"),
+    ({"control_socket": "", "control_port": 9051, "control_ip": "localhost"}, "onion_vanguards_control_ip must be"),
+    ({"control_socket": "run/tor/control"}, "onion_vanguards_control_socket must be an absolute path"),
+    ({"control_socket": "/run/tor/con trol"}, "onion_vanguards_control_socket must be an absolute path"),
+    ({"venv": "opt/v"}, "onion_vanguards_venv must be an absolute path"),
+    ({"version": "latest"}, "onion_vanguards_version must be a version number"),
+    ({"stem_version": "1.8.2; rm"}, "onion_vanguards_stem_version must be"),
+    ({"extra_config": ["Vanguards"]}, "onion_vanguards_extra_config must be a mapping"),
+    ({"extra_config": {"Global": {"loglevel": "DEBUG"}}}, "refused: Global$"),
+    ({"extra_config": {"Vanguards": "x"}}, "refused: Vanguards$"),
+    ({"extra_config": {"Vanguards": {"num_layer2_guards": 4}}}, "refused: Vanguards.num_layer2_guards$"),
+    ({"extra_config": {"Vanguards": {"Min-Life": 4}}}, "refused: Vanguards.Min-Life$"),
+    ({"extra_config": {"Rendguard": {"rend_use_max_use_to_bw_ratio": "5\n[Global]"}}},
+     "refused: Rendguard.rend_use_max_use_to_bw_ratio$"),
+    ({"extra_config": {"Bandguards": {"circ_max_age_hours": [24]}}}, "refused: Bandguards.circ_max_age_hours$"),
+])
+def test_a_wrong_variable_is_named(changes, said):
+    with pytest.raises(vanguards.SettingsError, match=said):
+        vanguards.check(dict(GOOD, **changes))
+
+
+def test_every_wrong_variable_in_one_message():
+    with pytest.raises(vanguards.SettingsError) as e:
+        vanguards.check(dict(GOOD, instance="", num_layer2_guards=0, venv="v"))
+    assert str(e.value).count(" must be ") == 3, str(e.value)
+
+
+def test_good_values_of_each_kind_pass():
+    ok = dict(GOOD, control_socket="", control_port="9051", control_ip="::1", num_layer2_guards="4",
+              circ_max_megabytes=0, extra_config={"Vanguards": {"min_layer2_lifetime_hours": 48},
+                                                  "Bandguards": {"circ_max_age_hours": 24.5},
+                                                  "Rendguard": {"rend_use_close_circuits_on_overuse": True}})
+    assert vanguards.check(ok) is ok
+
+
+def test_the_role_checks_with_this_filter():
+    """The role's task 'Check the role's variables' passes exactly the role's variables it names through the filter:
+    every key of its mapping is a role variable the check reads."""
+    tasks = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())
+    found = [t for t in tasks if t.get("name") == "Check the role's variables"]
+    assert len(found) == 1
+    assert "onionlab.tor.vanguards_settings" in found[0]["ansible.builtin.set_fact"]["_onion_vanguards_checked"]
+    mapping = found[0]["vars"]["_role_vars"]
+    assert set(mapping) == set(GOOD) - {"mode", "install", "install_method", "debian_releases", "venv_packages",
+                                        "pip_environment", "keep_software", "user", "group", "bandguards",
+                                        "rendguard", "close_circuits", "log_level"}
+    for key, expression in mapping.items():
+        assert expression == "{{ onion_vanguards_%s }}" % key
