@@ -46,6 +46,12 @@ options:
     description: The node_exporter port of a watchdog host that does not set its own (C(prometheus_node_exporter_port)).
     type: int
     default: 9100
+  onion_proxy_url:
+    description:
+      - C(prometheus_onion_proxy_url), the SOCKS5 port of the monitoring host's tor (C(socks5://127.0.0.1:9050)).
+      - Checked, when given, if a host is scraped at its C(prometheus_metrics_onion). Every host's
+        C(prometheus_metrics_onion) is checked to be a v3 onion address (its version and checksum) in any case.
+    type: str
 """
 
 EXAMPLES = r"""
@@ -67,12 +73,14 @@ from ansible.module_utils.common.text.converters import to_native
 from ansible_collections.onionlab.tor.plugins.plugin_utils import prometheus_targets as model
 
 
-def prometheus_targets(tor_hosts, hostvars, onionprobe_hosts=None, watchdog_hosts=None, node_exporter_port=9100):
+def prometheus_targets(tor_hosts, hostvars, onionprobe_hosts=None, watchdog_hosts=None, node_exporter_port=9100,
+                       onion_proxy_url=model.UNCHECKED):
     """The filter's face of plugin_utils/prometheus_targets."""
     try:
-        return model.targets(tor_hosts, onionprobe_hosts, watchdog_hosts, hostvars, node_exporter_port)
+        return model.targets(tor_hosts, onionprobe_hosts, watchdog_hosts, hostvars, node_exporter_port,
+                             onion_proxy_url)
     except model.TargetsError as exc:
-        raise AnsibleFilterError(to_native(exc))
+        raise AnsibleFilterError("prometheus: %s" % to_native(exc))
 
 
 class FilterModule(object):

@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import config_value
+
 ONIONPROBE_EXPORTER_PORT = 9935          # Onionprobe's own default, and the onionprobe role's
 WILDCARDS = ("0.0.0.0", "::")
 _METRICS_PORT_RE = re.compile(r"^([0-9]+|[0-9]{1,3}(\.[0-9]{1,3}){3}:[0-9]+|\[[0-9a-fA-F:.]+\]:[0-9]+)\Z")
 _PORT_RE = re.compile(r"^[0-9]+\Z")
+_PROXY_RE = re.compile(r"^socks5://(\[[0-9A-Fa-f:.]+\]|[0-9]{1,3}(\.[0-9]{1,3}){3}|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)"
+                       r":([0-9]{1,5})\Z")
 
 
 class TargetsError(ValueError):
@@ -36,11 +40,11 @@ def _vars(hostvars, host):
 
 
 def _entry(host, hv, address, port):
-    """{host, onion, target}: the metrics onion's port when the host names one, else address:port."""
+    """{host, onion, target}: the metrics onion's port when the host names one (checked by targets first), else
+    address:port."""
     onion = hv.get("prometheus_metrics_onion")
     if onion is not None:
-        name = str(onion)
-        name = name[:-len(".onion")] if name.endswith(".onion") else name
+        name = onion[:-len(".onion")] if onion.endswith(".onion") else onion
         return {"host": host, "onion": True, "target": "%s.onion:%d" % (name, port)}
     return {"host": host, "onion": False, "target": "%s:%d" % (_bracketed(address), port)}
 
@@ -102,8 +106,38 @@ def watchdog_targets(hosts, hostvars, node_exporter_port):
     return out
 
 
-def targets(tor_hosts, onionprobe_hosts, watchdog_hosts, hostvars, node_exporter_port):
-    """{'tor': [...], 'onionprobe': [...], 'watchdog': [...]}; TargetsError for the first host whose port is wrong."""
-    return {"tor": tor_targets(tor_hosts or [], hostvars),
-            "onionprobe": onionprobe_targets(onionprobe_hosts or [], hostvars),
-            "watchdog": watchdog_targets(watchdog_hosts or [], hostvars, node_exporter_port)}
+UNCHECKED = object()   # targets' onion_proxy_url when the caller does not scrape through tor
+
+
+def _metrics_onion_problems(hosts, hostvars):
+    """One 'prometheus_metrics_onion of host H: the value "..." has a wrong checksum' per host whose metrics onion is
+    not a v3 onion address (its version and checksum checked: config_value.onion_problem)."""
+    out = []
+    for host in hosts:
+        hv = _vars(hostvars, host)
+        value = None if hv is None else hv.get("prometheus_metrics_onion")
+        said = None if value is None else config_value.onion_problem(value)
+        if said:
+            out.append("prometheus_metrics_onion of host %s: the value %s %s" % (host, config_value.shown(value), said))
+    return out
+
+
+def targets(tor_hosts, onionprobe_hosts, watchdog_hosts, hostvars, node_exporter_port, onion_proxy_url=UNCHECKED):
+    """{'tor': [...], 'onionprobe': [...], 'watchdog': [...]}. TargetsError naming every host whose metrics onion is
+    not a v3 onion address; then for the first host whose port is wrong; then, when a host is scraped at its metrics
+    onion and onion_proxy_url is given, when that is not a SOCKS5 URL."""
+    scraped = list(dict.fromkeys(list(tor_hosts or []) + list(watchdog_hosts or [])))
+    problems = _metrics_onion_problems(scraped, hostvars)
+    if problems:
+        raise TargetsError("these variables must each name a v3 onion address (%s): %s. Nothing was changed."
+                           % (config_value.ONION_FORM, "; ".join(problems)))
+    out = {"tor": tor_targets(tor_hosts or [], hostvars),
+           "onionprobe": onionprobe_targets(onionprobe_hosts or [], hostvars),
+           "watchdog": watchdog_targets(watchdog_hosts or [], hostvars, node_exporter_port)}
+    secret = list(dict.fromkeys(t["host"] for t in out["tor"] + out["watchdog"] if t["onion"]))
+    m = _PROXY_RE.match(onion_proxy_url) if isinstance(onion_proxy_url, str) else None
+    if secret and onion_proxy_url is not UNCHECKED and (not m or not 1 <= int(m.group(4)) <= 65535):
+        raise TargetsError("prometheus_onion_proxy_url must be the SOCKS5 port of this host's tor, "
+                           "socks5://ADDRESS:PORT (socks5://127.0.0.1:9050), to scrape %s at their "
+                           "prometheus_metrics_onion; got %s" % (", ".join(secret), config_value.shown(onion_proxy_url)))
+    return out

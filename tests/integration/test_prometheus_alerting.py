@@ -82,14 +82,14 @@ def test_email_receiver_passes_amtool(tmp_path):
 def test_receiver_without_its_options_refused(tmp_path):
     for extra, msg in [
         ({'prometheus_alertmanager_receiver': 'webhook'},
-         'prometheus: prometheus_alertmanager_receiver webhook needs prometheus_alertmanager_webhook_url '
-         '(http:// or https://)'),
+         'prometheus: the receiver webhook needs prometheus_alertmanager_webhook_url, an http:// or https:// URL; '
+         'got None'),
         ({'prometheus_alertmanager_receiver': 'webhook', 'prometheus_alertmanager_webhook_url': 'ftp://x'},
-         'prometheus: prometheus_alertmanager_receiver webhook needs prometheus_alertmanager_webhook_url'),
+         'prometheus: the receiver webhook needs prometheus_alertmanager_webhook_url, an http:// or https:// URL; '
+         'got "ftp://x"'),
         ({'prometheus_alertmanager_receiver': 'email', 'prometheus_alertmanager_email_to': 'ops@example.org',
           'prometheus_alertmanager_email_from': 'p@example.org'},
-         'prometheus: prometheus_alertmanager_receiver email needs prometheus_alertmanager_email_to and _email_from '
-         '(addresses) and _email_smarthost (host:port)'),
+         'prometheus: the receiver email needs prometheus_alertmanager_email_smarthost, host:port; got None'),
     ]:
         etc, run = role(tmp_path, **extra)
         assert run.rc != 0 and msg in run.stdout, (msg, run.output)
@@ -114,9 +114,10 @@ def test_bad_listen_address_flag_or_duration_refused_before_anything(tmp_path):
          'newline'),
         ({'prometheus_alertmanager_receiver': 'webhook', 'prometheus_alertmanager_webhook_url': 'http://x/',
           'prometheus_alertmanager_extra_args': ['--cluster.listen-address=0.0.0.0:9094']},
-         "Alertmanager's --cluster.* (no cluster)"),
-        ({'prometheus_listen_address': ':9090'}, 'prometheus: prometheus_listen_address and '
-         'prometheus_alertmanager_listen_address must each be an address and a port'),
+         "Alertmanager's --cluster.*: no cluster), got \"--cluster.listen-address=0.0.0.0:9094\""),
+        ({'prometheus_listen_address': ':9090'}, 'prometheus: prometheus_listen_address must be an address and a port '
+         '(127.0.0.1:9090, [::1]:9090; 0.0.0.0:9090 for every address, which shows every onion address beside its '
+         'server\'s to whoever reaches it), got ":9090"'),
         ({'prometheus_alert_pow_for': '10m\n        labels: {severity: none}'},
          'prometheus: these variables must each be a Prometheus duration (15s, 1h30m): prometheus_alert_pow_for got '
          '"10m\\n        labels: {severity: none}"'),

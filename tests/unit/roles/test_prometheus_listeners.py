@@ -24,8 +24,9 @@ REPO = Path(__file__).resolve().parents[3]
 ROLE = REPO / "roles" / "prometheus"
 PROMETHEUS_DEFAULT = "roles/prometheus/templates/prometheus.default.j2"
 ALERTMANAGER_DEFAULT = "roles/prometheus/templates/alertmanager.default.j2"
-CHECKS = ("The role's variables written into the services' flags, one word each", "Check the listen addresses and flags",
-          "Check the durations")
+CHECKS = ("The role's variables written into the services' flags, one word each", "Check the role's variables")
+# the mapping the role's check passes to the filter prometheus_settings (not an option)
+ROLE_VARS = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())
 
 
 def role_vars(**extra):
@@ -42,7 +43,7 @@ def checks():
         task = [t for t in tasks if t.get("name") == name]
         assert len(task) == 1, name
         that = task[0]["ansible.builtin.assert"]["that"]
-        out.append(([that] if isinstance(that, str) else that, task[0].get("vars") or {}))
+        out.append(([that] if isinstance(that, str) else that, dict(ROLE_VARS, **(task[0].get("vars") or {}))))
     return out
 
 
@@ -167,25 +168,25 @@ def test_bad_values_are_refused_naming_the_variable():
     results = run_checks([role_vars(**{variable: value}) for variable, value, _ in REFUSED])
     for (variable, value, said), got in zip(REFUSED, results):
         assert got is not None, "accepted: %s=%r" % (variable, value)
-        if said == "false":  # the role's own pattern check: its fail_msg names every variable it checks
-            assert got == "false", (variable, value, got)
+        if said == "false":  # the role's own check (the filter prometheus_settings): its message names the variable
+            assert "prometheus: " in got and variable in got and "must " in got, (variable, value, got)
         else:  # the filter config_values' message
             assert "prometheus: these variables would not stay one value each in the systemd file" in got, got
             assert said in got and variable in got, (variable, value, got)
 
 
 def test_the_fail_messages_name_the_variables():
-    tasks = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())
-    by_name = dict((t["name"], t) for t in tasks)
-    message = by_name["Check the listen addresses and flags"]["ansible.builtin.assert"]["fail_msg"]
-    for variable in ("prometheus_listen_address", "prometheus_alertmanager_listen_address", "prometheus_extra_args",
-                     "prometheus_alertmanager_extra_args"):
-        assert variable in message
-    got = render([{"data": by_name["Check the durations"]["ansible.builtin.assert"]["fail_msg"],
-                   "vars": dict(role_vars(prometheus_alert_pow_for="10m\nx: y"),
-                                **by_name["Check the durations"]["vars"])}])
-    assert got[0]["value"] == ('prometheus: these variables must each be a Prometheus duration (15s, 1h30m): '
-                               'prometheus_alert_pow_for got "10m\\nx: y"'), got
+    """One message names every wrong variable, what it must be and what it was."""
+    got = render([{"data": "{{ _prometheus_settings | onionlab.tor.prometheus_settings }}",
+                   "vars": dict(role_vars(prometheus_alert_pow_for="10m\nx: y", prometheus_listen_address="127.0.0.1",
+                                          prometheus_alertmanager_extra_args=["--cluster.peer=x"]), **ROLE_VARS)}])
+    error = got[0]["error"]
+    assert ('prometheus: prometheus_listen_address must be an address and a port (127.0.0.1:9090, [::1]:9090; '
+            '0.0.0.0:9090 for every address, which shows every onion address beside its server\'s to whoever '
+            'reaches it), got "127.0.0.1"') in error, error
+    assert 'prometheus_alertmanager_extra_args must be flags' in error and '"--cluster.peer=x"' in error, error
+    assert ('these variables must each be a Prometheus duration (15s, 1h30m): prometheus_alert_pow_for got '
+            '"10m\\nx: y"') in error, error
 
 
 @pytest.mark.parametrize("binary, written", [

@@ -56,3 +56,29 @@ def test_a_wrong_port_names_the_host(hosts, hv, message):
         prometheus_targets(hosts.get('tor', []), hostvars=hv, onionprobe_hosts=hosts.get('onionprobe_hosts'),
                            watchdog_hosts=hosts.get('watchdog_hosts'))
     assert message in str(e.value)
+
+
+def test_every_wrong_metrics_onion_is_named_in_one_message():
+    typo = ONION[:10] + ('a' if ONION[10] != 'a' else 'b') + ONION[11:]
+    hv = {'a': {'tor_metrics_port': 9035, 'prometheus_metrics_onion': typo},
+          'b': {'prometheus_metrics_onion': 'b.example.org'}, 'c': {'prometheus_metrics_onion': ONION}}
+    with pytest.raises(AnsibleFilterError) as e:
+        prometheus_targets(['a'], hostvars=hv, watchdog_hosts=['b', 'c'], onion_proxy_url='socks5://127.0.0.1:9050')
+    assert str(e.value) == (
+        'prometheus: these variables must each name a v3 onion address (56 letters a-z and digits 2-7, then .onion): '
+        'prometheus_metrics_onion of host a: the value "%s" has a wrong checksum (a character mistyped); '
+        'prometheus_metrics_onion of host b: the value "b.example.org" is not 56 letters a-z and digits 2-7 (then '
+        '.onion). Nothing was changed.' % typo)
+
+
+@pytest.mark.parametrize('proxy', ['http://127.0.0.1:9050', 'socks5://127.0.0.1', 'socks5://127.0.0.1:0', None, 9050])
+def test_a_host_scraped_through_tor_needs_a_socks5_proxy(proxy):
+    hv = {'a': {'tor_metrics_port': 9035, 'prometheus_metrics_onion': ONION}, 'b': {'tor_metrics_port': 9035}}
+    with pytest.raises(AnsibleFilterError) as e:
+        prometheus_targets(['a', 'b'], hostvars=hv, onion_proxy_url=proxy)
+    assert str(e.value).startswith("prometheus: prometheus_onion_proxy_url must be the SOCKS5 port of this host's tor, "
+                                   "socks5://ADDRESS:PORT (socks5://127.0.0.1:9050), to scrape a at their "
+                                   "prometheus_metrics_onion; got "), str(e.value)
+    # no host scraped through tor: the proxy is not used, not checked
+    assert prometheus_targets(['b'], hostvars=hv, onion_proxy_url=proxy)['tor'][0]['target'] == 'b:9035'
+    assert prometheus_targets(['a'], hostvars=hv, onion_proxy_url='socks5://[::1]:9050')['tor'][0]['onion']
