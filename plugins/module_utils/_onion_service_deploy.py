@@ -24,7 +24,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._hidden_service_args 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import capabilities
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import files
-from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion, seal
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion, seal, torrc
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_manager as sm
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import TorError
 
@@ -43,7 +43,7 @@ def argument_spec():
         state_file=dict(type="path"),
         restore=dict(type="bool", default=True),
         adopt=dict(type="bool", default=False),
-        config_file=dict(type="path", default="/etc/tor/torrc.d/onionlab_hidden_services.conf"),
+        config_file=dict(type="path", default=torrc.DEFAULT_SERVICES_FILE),
         pow=dict(type="bool", default=True),
         pow_supported=dict(type="bool"),
         tor_binary=dict(type="str", default="tor"),

@@ -311,6 +311,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._hidden_service_args 
     services_element_spec,
 )
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import tor_facts
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import torrc
 
 
 def _ephemeral_result(module, result, out):
@@ -361,7 +362,7 @@ def main():
         keep_key=dict(type="bool", default=False),
         key_dir=dict(type="path", default="/var/lib/onionlab/ephemeral-keys"),
         persist=dict(type="bool", default=True),
-        config_file=dict(type="path", default="/etc/tor/torrc.d/onionlab_hidden_services.conf"),
+        config_file=dict(type="path", default=torrc.DEFAULT_SERVICES_FILE),
         include_config_file=dict(type="bool", default=True),
         lock_timeout=dict(type="float", default=tor_facts.DEFAULT_LOCK_TIMEOUT),
     )

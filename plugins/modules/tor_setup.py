@@ -552,7 +552,7 @@ def main():
         argument_spec=dict(
             torrc=dict(type='str', required=True, no_log=True),
             config_file=dict(type='path', default=guard.DEFAULT_CONFIG_FILE),
-            config_dir=dict(type='path', default='/etc/tor/torrc.d'),
+            config_dir=dict(type='path', default=guard.DEFAULT_CONFIG_DIR),
             os_defaults_torrc=dict(type='path'),
             torrc_takeover=dict(type='bool', default=False),
             options=dict(type='dict', default={}),

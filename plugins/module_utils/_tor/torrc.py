@@ -25,6 +25,10 @@ _SECRETS = (('httpproxyauthenticator', 10), ('httpsproxyauthenticator', 11), ('s
 TOR_WIDE_OPTIONS = ('HiddenServiceSingleHopMode', 'HiddenServiceNonAnonymousMode', 'HiddenServiceStatistics')
 # tor's configuration file where Debian's package puts it: the default of every module and action that reads it
 DEFAULT_CONFIG_FILE = '/etc/tor/torrc'
+# the directory tor_setup makes torrc %include, and the onion services' file there (tor_hidden_service, the
+# onion_service role's deploy)
+DEFAULT_CONFIG_DIR = '/etc/tor/torrc.d'
+DEFAULT_SERVICES_FILE = DEFAULT_CONFIG_DIR + '/onionlab_hidden_services.conf'
 NON_ANONYMOUS_OPTIONS = TOR_WIDE_OPTIONS[:2]
 # with the shortest beginning that tor 0.4.9 reads as each ('HiddenServiceS', 'HiddenServiceN')
 _NON_ANONYMOUS_NAMES = tuple((name.lower(), 14) for name in NON_ANONYMOUS_OPTIONS)
