@@ -469,3 +469,48 @@ def test_ephemeral_kept_key_added_back_by_the_watchdog_after_a_restart(tor, tmp_
                         tmp_path)
     assert gone.rc == 0 and results(gone)[0]["changed"] is True, gone.output
     assert list(keys.iterdir()) == []
+
+
+def test_ephemeral_kept_key_readded_by_the_intro_ladder(tor, tmp_path):
+    """Issue 38: the second step of the watchdog's introduction/reach ladder, against a real tor: an ephemeral service
+    made with keep_key is removed and added again (DEL_ONION + ADD_ONION) with its kept key: the same address, the
+    same ports in the collection's record, tor serving it; the line names the step and no key; without a kept key
+    the ladder goes on to its restart step instead (held back here by restart_interval, so it closes circuits)."""
+    from ansible_collections.onionlab.tor.plugins.module_utils._tor import ephemeral, watchdog
+    keys = tmp_path / "kept"
+    made = hs_task(tor, tmp_path, ephemeral=True, ports=[{"port": 80, "target_port": 8080}], keep_key=True,
+                   key_dir=str(keys), register="made")
+    made["no_log"] = True
+    run = run_playbook([made], tmp_path)
+    assert run.rc == 0, run.output
+    kept = keys.iterdir().__next__()
+    key, sid = kept.read_text().strip(), kept.name[:-len(".key")]
+    with connect(port=tor.control_port) as ctl:
+        data_dir = dict(ctl.get_conf("DataDirectory"))["DataDirectory"]
+        before = ephemeral.read_ephemeral_record(data_dir)[sid]
+        assert sid in ctl.list_onions()["detached"]
+    config = tmp_path / "wd.json"
+    config.write_text(json.dumps({"control_port": tor.control_port, "ephemeral_key_dir": str(keys), "layers": [],
+                                  "restart_interval": 3600, "restart_command": ["false"],
+                                  "state_file": str(tmp_path / "wd-state.json"),
+                                  "metrics_file": str(tmp_path / "wd.prom")}))
+    dog = watchdog.Watchdog(watchdog.load_config(str(config)), out=open(os.devnull, "w"))
+    state = {"last_restart": 1.0e12}   # a restart "just now": the ladder may not restart tor
+    record = {"intro_step": 1, "repairs": {}}
+    entry = {"address": sid + ".onion", "type": "ephemeral"}
+    with connect(port=tor.control_port) as ctl:
+        dog._repair_intro(ctl, state, record, entry, "reach: 0 of 2 fresh connections", 1.0e12 + 1, {})
+        assert sid in ctl.list_onions()["detached"]
+        assert ephemeral.read_ephemeral_record(data_dir)[sid] == before
+    assert record == {"intro_step": 2, "repairs": {"readd": 1}}, record
+    (line,) = dog.lines
+    assert "service=%s.onion state=unhealthy" % sid in line and "action=readd" in line, line
+    assert "removed and added again with its kept key (same address, new introduction points)" in line, line
+    assert key.split(":", 1)[1] not in line
+    # the same step for a service whose key was not kept (a persistent one, or an ephemeral one without keep_key):
+    # the ladder's next step is a restart, held back by restart_interval, so it closes the circuits again
+    record = {"intro_step": 1, "repairs": {}}
+    with connect(port=tor.control_port) as ctl:
+        dog._repair_intro(ctl, state, record, dict(entry, type="persistent"), "reach: 0 of 2", 1.0e12 + 2, {})
+    assert record == {"intro_step": 1, "repairs": {"close-intro": 1}}, record
+    assert "restart held back" in dog.lines[-1] and "action=close-intro" in dog.lines[-1], dog.lines[-1]
