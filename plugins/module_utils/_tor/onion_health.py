@@ -671,7 +671,8 @@ def _descriptor_verdict(service, network, min_hsdirs):
     needed = min_hsdirs if min_hsdirs is not None else (len(fetched) + 1) // 2
     holding = sum(1 for h in fetched if h["result"] == "current")
     reasons = ["%d of %d responsible HSDirs hold the current descriptor (revision %s, %s)%s" % (
-        counts["current"], counts["responsible"], reference, source, _others(counts))]
+        counts["current"], counts["responsible"], reference, source,
+        _others(counts, _failure_words(out["hsdirs"], reference)))]
     if not service.responsible:
         reasons = ["no HSDir is responsible for it in tor's consensus (%s HSDirs with a known identity)"
                    % (network or {}).get("hsdirs")]
@@ -701,12 +702,27 @@ def reference_text(service):
     return service.texts.get(reference)
 
 
-def _others(counts):
+def _failure_words(hsdirs, reference):
+    """Why the HSDirs counted 'failed' failed, as 'REASON xN' words (tor's HS_DESC FAILED reason; 'no revision in
+    the descriptor' for one received that gave none; 'no reference revision' when nothing was compared)."""
+    seen = {}
+    for h in hsdirs:
+        if h["result"] != "failed":
+            continue
+        word = h["reason"] or ("no reference revision" if reference is None and h["revision"] is not None
+                               else "no revision in the descriptor")
+        seen[word] = seen.get(word, 0) + 1
+    return ", ".join("%s x%d" % (word, n) for word, n in sorted(seen.items()))
+
+
+def _others(counts, failure_words=""):
     parts = []
     for key, words in (("older", "an older revision"), ("newer", "a newer revision"), ("missing", "NOT_FOUND"),
                        ("failed", "failed"), ("no_answer", "no answer in time")):
         if counts[key]:
             parts.append("%d %s" % (counts[key], words if key != "missing" else "answer " + words))
+            if key == "failed" and failure_words:
+                parts[-1] += " (%s)" % failure_words
     return "; " + ", ".join(parts) if parts else ""
 
 
