@@ -152,7 +152,7 @@ class Campaign(object):
             self.note("fetch", service=name, ok=False, started=t, why=str(exc)[:80])
 
     def dog(self, name, config, restart):
-        from ansible_collections.onionlab.tor.plugins.module_utils._tor import watchdog
+        from ansible_collections.onionlab.tor.plugins.module_utils import _onion_watchdog as watchdog
         while not self.stop.is_set():
             w = watchdog.Watchdog(config, restart=restart, out=open(os.devnull, "w"))
             try:

@@ -59,7 +59,7 @@ def main():
     ap.add_argument("--services", type=int, default=3)
     ap.add_argument("--privnet")
     args = ap.parse_args()
-    from ansible_collections.onionlab.tor.plugins.module_utils._tor import watchdog
+    from ansible_collections.onionlab.tor.plugins.module_utils import _onion_watchdog as watchdog
     from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 
     import http.server

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, onionlab.tor contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The onion_watchdog role's settings file from its variables, checked in Python (_tor/watchdog.py's
+"""The onion_watchdog role's settings file from its variables, checked in Python (module_utils/_onion_watchdog.py's
 settings_from_role): the role declares, this decides."""
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.onionlab.tor.plugins.module_utils._tor import watchdog
+from ansible_collections.onionlab.tor.plugins.module_utils import _onion_watchdog as watchdog
 
 
 def watchdog_settings(role_vars, metrics_dir):

@@ -38,7 +38,7 @@ import time
 import pytest
 import yaml
 
-from ansible_collections.onionlab.tor.plugins.module_utils._tor import watchdog
+from ansible_collections.onionlab.tor.plugins.module_utils import _onion_watchdog as watchdog
 from harness import hosts as _hosts
 from harness import procs
 from harness import prometheus as prom

@@ -8,7 +8,7 @@ on 127.0.0.1 only ("P", tor's 127.0.0.1:P) and a unix-socket port are not (metri
 import functools
 import http.server
 
-from ansible_collections.onionlab.tor.plugins.module_utils._tor import watchdog
+from ansible_collections.onionlab.tor.plugins.module_utils import _onion_watchdog as watchdog
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.onion import service_dir_address
 from harness.ansible_run import run_playbook

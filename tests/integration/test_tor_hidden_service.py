@@ -434,7 +434,7 @@ def test_ephemeral_kept_key_added_back_by_the_watchdog_after_a_restart(tor, tmp_
     """Issue 38: an ephemeral service made with keep_key (a run at -vvv: the key is in no output) is gone when tor
     restarts; the watchdog's program, run once against that tor, adds it back with the same address and ports from the
     kept key; a second watchdog run changes nothing; removing the service removes the kept key."""
-    from ansible_collections.onionlab.tor.plugins.module_utils._tor import watchdog
+    from ansible_collections.onionlab.tor.plugins.module_utils import _onion_watchdog as watchdog
     keys = tmp_path / "kept"
     made = hs_task(tor, tmp_path, ephemeral=True, ports=[{"port": 80, "target_port": 8080}], keep_key=True,
                    key_dir=str(keys), return_private_key=True, register="made")
@@ -476,7 +476,8 @@ def test_ephemeral_kept_key_readded_by_the_intro_ladder(tor, tmp_path):
     made with keep_key is removed and added again (DEL_ONION + ADD_ONION) with its kept key: the same address, the
     same ports in the collection's record, tor serving it; the line names the step and no key; without a kept key
     the ladder goes on to its restart step instead (held back here by restart_interval, so it closes circuits)."""
-    from ansible_collections.onionlab.tor.plugins.module_utils._tor import ephemeral, watchdog
+    from ansible_collections.onionlab.tor.plugins.module_utils import _onion_watchdog as watchdog
+    from ansible_collections.onionlab.tor.plugins.module_utils._tor import ephemeral
     keys = tmp_path / "kept"
     made = hs_task(tor, tmp_path, ephemeral=True, ports=[{"port": 80, "target_port": 8080}], keep_key=True,
                    key_dir=str(keys), register="made")

@@ -4,7 +4,8 @@
 ast, nothing imported), and its map against the files. What is checked here, claim by claim:
 
 - "Nothing under plugins/module_utils/_tor/ imports Ansible": every import of the library is the standard library's
-  or the library's own.
+  or the library's own; the watchdog program (module_utils/_onion_watchdog.py), shipped to hosts with the library
+  alone, imports only those too.
 - "a layer uses the ones below it, never one above": the protocol layers (transport, reply, auth, client and the
   helpers the map says every level uses) never import a manager, and the library has no import circle (a circle
   hides a layer that uses one above it: config_value and torrc had one).
@@ -63,6 +64,15 @@ def test_library_imports_only_the_standard_library_and_itself():
         if bad:
             foreign[path.name] = bad
     assert not foreign, "the library imports beyond the standard library: %s" % foreign
+
+
+def test_the_watchdog_program_imports_only_the_standard_library_and_the_library():
+    """The onion_watchdog role ships module_utils/_onion_watchdog.py with _tor/ and nothing else to the host."""
+    path = PLUGINS / "module_utils" / "_onion_watchdog.py"
+    bad = sorted(name for name in _imports(path) if not name.startswith(LIB + ".") and name != "__future__"
+                 and name.split(".")[0] not in sys.stdlib_module_names)
+    assert not bad, "the watchdog program imports beyond the standard library and _tor: %s" % bad
+    assert not any(name == LIB + ".watchdog" for path in LIBRARY.glob("*.py") for name in _imports(path))
 
 
 def test_library_has_no_import_circle():

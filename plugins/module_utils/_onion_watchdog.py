@@ -1,8 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, onionlab.tor contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The onion watchdog: the checks of onion_health.py every few minutes on a service host, and a
-repair ladder (role onion_watchdog runs main() from a systemd timer; standard library only).
+"""The onion watchdog, a program of its own beside the library: the checks of _tor/onion_health.py every few minutes
+on a service host, and a repair ladder (role onion_watchdog runs main() from a systemd timer; standard library and
+the _tor library only: the role ships both to the host, tests/unit/test_architecture.py checks the imports).
 
 Each run: connect to tor, check every service (or the configured ones), and for each unhealthy one
 take the next step of its ladder, one step per run, only when the step before did not bring it
@@ -49,7 +50,8 @@ Repairs beside the ladder:
   backend_restart_interval seconds for each unit; tor is never touched for a backend. Without a unit the line
   says so and nothing is repaired.
 
-This is a private module_utils file of onionlab.tor; its API may change at any time.
+This is a private module_utils file of onionlab.tor (not part of the _tor library: an application of it); its API may
+change at any time.
 """
 
 from __future__ import annotations

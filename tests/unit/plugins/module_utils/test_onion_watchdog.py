@@ -11,7 +11,8 @@ import os
 
 import pytest
 
-from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion_health, watchdog
+from ansible_collections.onionlab.tor.plugins.module_utils import _onion_watchdog as watchdog
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion_health
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import ConnectionFailed
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.lock import TorLock
 
