@@ -60,7 +60,7 @@ why_failed() {
     printf '\n==== why %s failed (its log, .build/ci/%s.log):\n' "$1" "$1"
     [ -f "$log" ] || { echo "  (no log)"; return 0; }
     if grep -q '^=* short test summary info =*$' "$log"; then
-        sed -n '/^=* short test summary info =*$/,/^=* .*\(passed\|failed\|error\).* in [0-9.]*s/p' "$log" | head -30
+        sed -n -E '/^=+ short test summary info =+$/,/^(=+ )?[0-9]+ [a-z]+.* in [0-9.]+s/p' "$log" | head -30
         echo "the first error lines (E):"
         grep -E '^E ' "$log" | head -25
     else

@@ -52,8 +52,8 @@ def _all(tree, *args, lanes=None):
 
 
 def _summary(out):
-    """{step: result} from the closing list."""
-    tail = out.split("==== steps (", 1)[1]
+    """{step: result} from the closing list (up to the blank line after it)."""
+    tail = out.split("==== steps (", 1)[1].split("\n\n", 1)[0]
     return dict(re.findall(r"^  (\S+) +(.+)$", tail, re.M))
 
 
@@ -72,10 +72,35 @@ def test_a_failed_step_does_not_stop_its_lane(tmp_path, lanes):
     for name in ("10-first", "16-after", "20-other"):
         assert re.match(r"passed in \d+s$", summary[name]), summary
     assert proc.stdout.rstrip().splitlines()[-1] == "steps: 3 passed, 1 failed"
+    # what the failed step's log says, repeated after the list (CI keeps only the tail): here its last lines
+    why = proc.stdout.split("==== why 15-breaks failed (its log, .build/ci/15-breaks.log):\n", 1)[1]
+    assert "  breaks ran" in why.splitlines() and "  ==== 15-breaks FAILED after" in why, why
+    assert "==== why" not in proc.stdout.split("==== why 15-breaks", 1)[1]   # only the failed step
     for name in STEPS:
         assert (tree / ".build" / "ci" / (name + ".log")).exists()
     # the Debian packages of every step were asked for once, before any step
     assert (tree / "packages.mark").read_text() == "ensure-packages\n"
+
+
+def test_a_failed_pytest_step_is_named_by_its_failed_tests(tmp_path):
+    """A step whose log holds pytest's short summary: the closing lines repeat it and pytest's first E lines."""
+    steps = dict(STEPS, **{"15-breaks": textwrap.dedent("""\
+        # lane: two
+        echo '..F.'
+        echo 'E       AssertionError: backend1 did not come back'
+        echo '=========================== short test summary info ============================'
+        echo 'FAILED tests/integration/test_x.py::test_y - AssertionError: backend1 did not come back'
+        echo '1 failed, 3 passed in 12.00s'
+        exit 1
+        """)})
+    proc = _all(_tree(tmp_path, steps))
+    assert proc.returncode == 1
+    why = proc.stdout.split("==== why 15-breaks failed (its log, .build/ci/15-breaks.log):\n", 1)[1].splitlines()
+    assert why[:6] == [
+        "  =========================== short test summary info ============================",
+        "  FAILED tests/integration/test_x.py::test_y - AssertionError: backend1 did not come back",
+        "  1 failed, 3 passed in 12.00s", "  the first error lines (E):",
+        "  E       AssertionError: backend1 did not come back", "steps: 3 passed, 1 failed"], why
 
 
 def test_all_passed_and_one_step(tmp_path):
