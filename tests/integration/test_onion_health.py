@@ -10,7 +10,8 @@ Then the watchdog's first step on that service: its descriptor posted again, hea
 import base64
 import time
 
-from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion, onion_health, watchdog
+from ansible_collections.onionlab.tor.plugins.module_utils import _onion_watchdog as watchdog
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion, onion_health
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from harness.ansible_run import run_playbook
 

@@ -20,7 +20,8 @@ import time
 
 import pytest
 
-from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion_health, watchdog
+from ansible_collections.onionlab.tor.plugins.module_utils import _onion_watchdog as watchdog
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion_health
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.onion import service_dir_address
 from harness.ansible_run import run_playbook

@@ -10,7 +10,8 @@ import os
 
 import pytest
 
-from ansible_collections.onionlab.tor.plugins.module_utils._tor import auth, client, watchdog
+from ansible_collections.onionlab.tor.plugins.module_utils import _onion_watchdog as watchdog
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import auth, client
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import (
     AuthenticationFailed,
