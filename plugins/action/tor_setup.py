@@ -107,28 +107,15 @@ class ActionModule(ActionBase):
         # the drop-in is written in the run that found the package installed (probe, or torrc after the install)
         unit_run = probe if probe['configured'] else torrc
         torrc_changed = self._steps.get('torrc') == 'changed'
-        service = args.get('service_name', 'tor')
-        state = args.get('service_state', 'started')
         if manage_service and not not_installed_yet:
-            as_asked = (probe.get('service_active') is (state == 'started')
-                        and probe.get('service_enabled') is enabled)
-            if installed or not as_asked:
-                changed = self._run('ansible.builtin.service', {'name': service, 'state': state, 'enabled': enabled},
-                                    task_vars, 'service')['changed'] or changed
-            else:
-                self._steps['service'] = 'ok'
-            # what the handlers Restart tor / Reload tor do, at the end of the role as they would be (a new
-            # WatchdogSec waits for tor's next start: the run says so)
-            if state != 'stopped' and installed:
-                self._run('ansible.builtin.service', {'name': service, 'state': 'restarted'}, task_vars, 'restart')
-            elif state != 'stopped' and torrc_changed:
-                self._run('ansible.builtin.service', {'name': service, 'state': 'reloaded'}, task_vars, 'reload')
+            changed = self._service(args, probe, installed, torrc_changed, enabled, task_vars) or changed
         elif manage_service:
             self._steps['service'] = 'skipped'
             messages.append(
                 'Check mode: %s is not installed yet; the real run installs it, writes %s after tor --verify-config '
                 'has accepted it, and sets the %s service %s%s.'
-                % (args.get('package_name', 'tor'), args.get('config_file', guard.DEFAULT_CONFIG_FILE), service, state,
+                % (args.get('package_name', 'tor'), args.get('config_file', guard.DEFAULT_CONFIG_FILE),
+                   args.get('service_name', 'tor'), args.get('service_state', 'started'),
                    ' and enabled' if enabled else ''))
         if torrc.get('backup_file'):
             messages.append('The previous %s is kept as %s'
@@ -153,9 +140,40 @@ class ActionModule(ActionBase):
             out['backup_file'] = torrc['backup_file']
         if messages:
             out['msg'] = ' '.join(messages)
+        diffs = self._diffs(args, torrc, unit_run)
+        if diffs:
+            out['diff'] = diffs[0] if len(diffs) == 1 else diffs
+        host = task_vars.get('inventory_hostname', '')
+        for message in messages:
+            display.display('%s: %s' % (host, message))
+        return out
+
+    def _service(self, args, probe, installed, torrc_changed, enabled, task_vars):
+        """The service as asked (state, enabled), then what the handlers Restart tor / Reload tor do, at the end of
+        the role as they would be (a new WatchdogSec waits for tor's next start: the run says so). True when the
+        service step changed something."""
+        service = args.get('service_name', 'tor')
+        state = args.get('service_state', 'started')
+        changed = False
+        as_asked = (probe.get('service_active') is (state == 'started')
+                    and probe.get('service_enabled') is enabled)
+        if installed or not as_asked:
+            changed = self._run('ansible.builtin.service', {'name': service, 'state': state, 'enabled': enabled},
+                                task_vars, 'service')['changed']
+        else:
+            self._steps['service'] = 'ok'
+        if state != 'stopped' and installed:
+            self._run('ansible.builtin.service', {'name': service, 'state': 'restarted'}, task_vars, 'restart')
+        elif state != 'stopped' and torrc_changed:
+            self._run('ansible.builtin.service', {'name': service, 'state': 'reloaded'}, task_vars, 'reload')
+        return changed
+
+    @staticmethod
+    def _diffs(args, torrc, unit_run):
+        """The torrc's diff (its secret values hidden on the host: the current torrc itself never crosses the
+        connection) and the WatchdogSec drop-in's."""
         diffs = []
         if 'before_hidden_b64' in torrc:
-            # the module hid the secret values on the host: the current torrc itself never crosses the connection
             path = args.get('config_file', guard.DEFAULT_CONFIG_FILE)
             diffs.append({'before_header': path, 'after_header': path,
                           'before': guard.hide_secrets(to_text(base64.b64decode(torrc['before_hidden_b64']),
@@ -163,12 +181,7 @@ class ActionModule(ActionBase):
                           'after': guard.hide_secrets(to_text(args['torrc']))})
         if unit_run.get('watchdog_diff'):
             diffs.append(unit_run['watchdog_diff'])
-        if diffs:
-            out['diff'] = diffs[0] if len(diffs) == 1 else diffs
-        host = task_vars.get('inventory_hostname', '')
-        for message in messages:
-            display.display('%s: %s' % (host, message))
-        return out
+        return diffs
 
     def _install(self, args, task_vars, family, facts, probe):
         """The package step; True when it installed (or in check mode would install) something."""

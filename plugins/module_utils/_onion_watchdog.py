@@ -308,81 +308,82 @@ class Watchdog:
             ctl, addresses=c["addresses"], timeout=c["fetch_timeout"], min_hsdirs=c["min_hsdirs"], layers=c["layers"],
             reach_timeout=c["reach_timeout"], reach_attempts=c["reach_attempts"], web_ports=c["web_ports"])
         ready = onion_health.bootstrapped(ctl)[0]
-        lock = None
+        held = {"lock": None}    # the tor's lock, taken at the first repair that needs it
         problem = (result.get("exposure") or {}).get("problem")
         if problem:
             self.say(backend="unchecked", evidence=problem, action="none",
                      result="whether a backend also listens on a non-loopback address is not known")
         for entry in result["services"]:
             address = entry["address"]
-            record = state["services"].setdefault(address, {"checks": 0, "failures": 0, "step": 0, "streak": 0,
-                                                            "repairs": {}, "last_healthy": 0})
-            self._exposure(record, entry, services.get(address))
-            record["checks"] += 1
-            record["state"] = entry["state"]
-            record["holding"] = entry["counts"].get("current", 0) if entry["counts"] else 0
+            record = self._record(state, entry, services.get(address))
             layers = entry.get("layers") or {}
-            record["layers"] = dict((name, {True: 1, False: 0}.get(layers[name].get("ok"), -1)) for name in layers)
-            failed_first = entry.get("failed_layer")
-            record["reason"] = [failed_first or "descriptor", (entry["reasons"] or [""])[0][:240]] \
-                if entry["state"] == "unhealthy" else None
-            shown = layer_words(layers)
             evidence = "; ".join(entry["reasons"])
-            extra = {"layer": entry.get("failed_layer") or "none", "layers": shown} if layers else {}
+            extra = {"layer": entry.get("failed_layer") or "none", "layers": layer_words(layers)} if layers else {}
             if entry["state"] == "healthy":
                 if record["step"] or record.get("intro_step"):
                     done = STEPS[record["step"]] if record["step"] else INTRO_STEPS[record["intro_step"]]
                     self.say(service=address, state="healthy", evidence=evidence, action="none", **dict(extra, result=(
                         "healthy again after step %d (%s)" % (record["step"] or record["intro_step"], done))))
                 record.update(streak=0, step=0, intro_step=0, last_healthy=now)
-                continue
-            if entry["state"] == "pending":
+            elif entry["state"] == "pending":
                 self.say(service=address, state="pending", evidence=evidence, action="none",
                          **dict(extra, result="nothing to judge"))
-                continue
-            record["failures"] += 1
-            record["streak"] += 1
-            failed = entry.get("failed_layer")
-            units, intro = [], False
-            if failed not in (None, "descriptor") and (layers.get("descriptor") or {}).get("ok") is not False:
-                # the descriptor is fine: reposting or reloading would not help this layer. A backend that refuses
-                # gets its unit restarted; introduction or reach failing (the backend accepts) gets the intro ladder
-                units = self._units_for(layers.get("backend")) if failed == "backend" else []
-                intro = failed in ("introduction", "reach")
-                if not units and not intro:
-                    self.say(service=address, state="unhealthy", evidence=evidence, action="none", **dict(
-                        extra, result="the %s layer failed, the descriptor is fine: no descriptor repair; %s" % (
-                            failed, "no unit in backend_units for its target, so nothing to restart"
-                            if failed == "backend" else "no repair for the %s layer" % failed)))
-                    continue
-            if record["streak"] < self.config["confirm_checks"]:
-                self.say(service=address, state="unhealthy", evidence=evidence, action="none", **dict(
-                    extra, result="unhealthy %d time(s) in a row; a repair after %d" % (
-                        record["streak"], self.config["confirm_checks"])))
-                continue
-            if self.config["report_only"]:
-                self.say(service=address, state="unhealthy", evidence=evidence, action="none",
-                         **dict(extra, result="report only"))
-                continue
-            if units:
-                self._restart_backends(state, record, address, units, evidence, now, extra)
-                continue
-            if not ready:
-                self.say(service=address, state="unhealthy", evidence=evidence, action="none",
-                         **dict(extra, result="tor is bootstrapping"))
-                continue
-            if lock is None:
-                lock = self._take_lock(ctl)
-            if lock is False:
-                self.say(service=address, state="unhealthy", evidence=evidence, action="none",
-                         **dict(extra, result="a run of the collection holds the tor's lock; no repair now"))
-                continue
-            if intro:
-                self._repair_intro(ctl, state, record, entry, evidence, now, extra)
             else:
-                self._repair(ctl, state, record, entry, services[address], evidence, now, extra)
-        if lock:
-            lock.release()
+                self._unhealthy(ctl, state, record, entry, services.get(address), evidence, now, extra, ready, held)
+        if held["lock"]:
+            held["lock"].release()
+
+    def _record(self, state, entry, service):
+        """The service's record in the state, updated with this check (counts, state, layers, reason, exposure)."""
+        record = state["services"].setdefault(entry["address"], {"checks": 0, "failures": 0, "step": 0, "streak": 0,
+                                                                 "repairs": {}, "last_healthy": 0})
+        self._exposure(record, entry, service)
+        record["checks"] += 1
+        record["state"] = entry["state"]
+        record["holding"] = entry["counts"].get("current", 0) if entry["counts"] else 0
+        layers = entry.get("layers") or {}
+        record["layers"] = dict((name, {True: 1, False: 0}.get(layers[name].get("ok"), -1)) for name in layers)
+        record["reason"] = [entry.get("failed_layer") or "descriptor", (entry["reasons"] or [""])[0][:240]] \
+            if entry["state"] == "unhealthy" else None
+        return record
+
+    def _unhealthy(self, ctl, state, record, entry, service, evidence, now, extra, ready, held):
+        """An unhealthy service: the repair its failed layer calls for, once confirmed and allowed, else a line
+        saying why not. held["lock"]: the tor's lock (None: not asked yet; False: another run holds it)."""
+        address, layers = entry["address"], entry.get("layers") or {}
+        record["failures"] += 1
+        record["streak"] += 1
+        failed = entry.get("failed_layer")
+        units, intro = [], False
+
+        def none(result):
+            self.say(service=address, state="unhealthy", evidence=evidence, action="none", **dict(extra, result=result))
+
+        if failed not in (None, "descriptor") and (layers.get("descriptor") or {}).get("ok") is not False:
+            # the descriptor is fine: reposting or reloading would not help this layer. A backend that refuses
+            # gets its unit restarted; introduction or reach failing (the backend accepts) gets the intro ladder
+            units = self._units_for(layers.get("backend")) if failed == "backend" else []
+            intro = failed in ("introduction", "reach")
+            if not units and not intro:
+                return none("the %s layer failed, the descriptor is fine: no descriptor repair; %s" % (
+                    failed, "no unit in backend_units for its target, so nothing to restart"
+                    if failed == "backend" else "no repair for the %s layer" % failed))
+        if record["streak"] < self.config["confirm_checks"]:
+            return none("unhealthy %d time(s) in a row; a repair after %d" % (
+                record["streak"], self.config["confirm_checks"]))
+        if self.config["report_only"]:
+            return none("report only")
+        if units:
+            return self._restart_backends(state, record, address, units, evidence, now, extra)
+        if not ready:
+            return none("tor is bootstrapping")
+        if held["lock"] is None:
+            held["lock"] = self._take_lock(ctl)
+        if held["lock"] is False:
+            return none("a run of the collection holds the tor's lock; no repair now")
+        if intro:
+            return self._repair_intro(ctl, state, record, entry, evidence, now, extra)
+        return self._repair(ctl, state, record, entry, service, evidence, now, extra)
 
     def _exposure(self, record, entry, service):
         """The service's exposed ports: a journal line each, and {port: 1 or 0} of each port checked in its record

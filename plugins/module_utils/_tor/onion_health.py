@@ -349,34 +349,7 @@ def reach(ctl, services, timeout=REACH_TIMEOUT, attempts=REACH_ATTEMPTS, web_por
     service instead (HTTP when it is one of web_ports, else TCP)."""
     if not services:
         return
-    try:
-        value = ctl.get_info("net/listeners/socks")["net/listeners/socks"]
-    except OperationFailed as exc:
-        value, problem = "", "GETINFO net/listeners/socks failed: %s" % exc.message
-    else:
-        problem = "tor has no SocksPort on 127.0.0.1 (net/listeners/socks: %s)" % (value.strip() or "none")
-    socks_port = _layers.socks_listener(value)
-    jobs, lent, seen = [], {}, {}
-    for service in services:
-        chosen = (reach_ports or {}).get(service.address)
-        choice = _layers.reach_port(service.ports if chosen is None else [{"port": chosen}], web_ports)
-        if socks_port is None:
-            service.layers["reach"] = _layers.not_checked(problem)
-        elif choice is None:
-            service.layers["reach"] = _layers.not_checked(
-                "the service's ports are not known (an ephemeral service the collection's record does not hold)"
-                if service.ports is None else "the service has no port")
-        elif service.client_auth and not _holds_client_key(ctl, service.service_id):
-            key, why = _probe_key(ctl, service, seen)
-            if why:
-                service.layers["reach"] = _layers.not_checked(
-                    "the service admits authorized clients only, and this tor's client side holds no key for it "
-                    "(ONION_CLIENT_AUTH_VIEW): %s" % why)
-            else:
-                lent[service.service_id] = key
-                jobs.append((service, choice))
-        else:
-            jobs.append((service, choice))
+    socks_port, jobs, lent = _reach_jobs(ctl, services, web_ports, reach_ports)
     if not jobs:
         return
     first = ctl.event_mark()
@@ -407,15 +380,56 @@ def reach(ctl, services, timeout=REACH_TIMEOUT, attempts=REACH_ATTEMPTS, web_por
                 _client_auth.remove(ctl, service_id)
             except TorError:
                 pass
+    events = ctl.events_since(first)
     for service, choice in jobs:
-        fetched = 0
-        for event in ctl.events_since(first):
-            words = event.lines[0].text.split()
-            if len(words) >= 3 and words[:2] == ["HS_DESC", "REQUESTED"] and words[2] == service.service_id:
-                fetched += 1
+        fetched = _fetches_requested(events, service.service_id)
         found = service.layers["reach"]
         service.layers["reach"] = _layers.summarize_attempts(found["attempts"], choice[0], found["seconds"], fetched)
         service.layers["reach"]["socks_port"] = "127.0.0.1:%d" % socks_port
+
+
+def _reach_jobs(ctl, services, web_ports, reach_ports):
+    """(this tor's SocksPort on 127.0.0.1, [(service, its port choice)] to probe, {service id: probe key to lend});
+    a service that cannot be probed gets its reach layer 'not checked' with why."""
+    try:
+        value = ctl.get_info("net/listeners/socks")["net/listeners/socks"]
+    except OperationFailed as exc:
+        value, problem = "", "GETINFO net/listeners/socks failed: %s" % exc.message
+    else:
+        problem = "tor has no SocksPort on 127.0.0.1 (net/listeners/socks: %s)" % (value.strip() or "none")
+    socks_port = _layers.socks_listener(value)
+    jobs, lent, seen = [], {}, {}
+    for service in services:
+        chosen = (reach_ports or {}).get(service.address)
+        choice = _layers.reach_port(service.ports if chosen is None else [{"port": chosen}], web_ports)
+        if socks_port is None:
+            service.layers["reach"] = _layers.not_checked(problem)
+        elif choice is None:
+            service.layers["reach"] = _layers.not_checked(
+                "the service's ports are not known (an ephemeral service the collection's record does not hold)"
+                if service.ports is None else "the service has no port")
+        elif service.client_auth and not _holds_client_key(ctl, service.service_id):
+            key, why = _probe_key(ctl, service, seen)
+            if why:
+                service.layers["reach"] = _layers.not_checked(
+                    "the service admits authorized clients only, and this tor's client side holds no key for it "
+                    "(ONION_CLIENT_AUTH_VIEW): %s" % why)
+            else:
+                lent[service.service_id] = key
+                jobs.append((service, choice))
+        else:
+            jobs.append((service, choice))
+    return socks_port, jobs, lent
+
+
+def _fetches_requested(events, service_id):
+    """How many HS_DESC REQUESTED events (tor's client side fetching the descriptor) name service_id."""
+    fetched = 0
+    for event in events:
+        words = event.lines[0].text.split()
+        if len(words) >= 3 and words[:2] == ["HS_DESC", "REQUESTED"] and words[2] == service_id:
+            fetched += 1
+    return fetched
 
 
 def _probe_key(ctl, service, seen):
