@@ -125,3 +125,13 @@ def test_every_file_the_map_names_exists():
     present = {p.name for p in ROOT.rglob("*.py") if ".venv" not in p.parts and ".build" not in p.parts}
     gone = sorted(names - present)
     assert not gone, "docs/architecture.md names files that do not exist: %s" % gone
+
+
+def test_no_function_of_the_plugins_is_over_80_lines():
+    """Issue 41: small functions (Stem's median is about 10 lines; a function over 80 held several decisions)."""
+    long = []
+    for path in sorted(PLUGINS.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > 80:
+                long.append("%s:%s (%d lines)" % (path.relative_to(ROOT), node.name, node.end_lineno - node.lineno + 1))
+    assert not long, "functions over 80 lines: %s" % long
