@@ -11,6 +11,7 @@ ast, nothing imported), and its map against the files. What is checked here, cla
   hides a layer that uses one above it: config_value and torrc had one).
 - The target side never imports the controller side: modules and module_utils never import plugin_utils, action,
   filter or lookup plugins (they are not shipped to a host).
+- No function of plugins/ is over 80 lines.
 - The map names every file of the library, the glue, the modules, the controller side and the harness; every
   ``name.py`` it names exists.
 """
