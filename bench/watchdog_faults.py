@@ -49,6 +49,7 @@ COLLECTIONS = ROOT / ".build" / "collections"
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(COLLECTIONS))
 from harness import privnet as pn  # noqa: E402
+from harness import procs  # noqa: E402
 from harness.fixtures import socks5_http_get  # noqa: E402
 from harness.http_backend import HttpBackend, Ok  # noqa: E402  (the tests' backend: its stop never hangs)
 
@@ -82,7 +83,7 @@ def _ctl(node, timeout=10):
 def restart_node(node, pause=0.5):
     """Stop a tor of the network by its PID (a stopped one too: SIGKILL after the grace), start it again with the same
     torrc and wait for its control port."""
-    pn.kill_pids([(node.pid, node.starttime)], 5.0)
+    procs.kill_pids([(node.pid, node.starttime)], 5.0)
     try:
         node.proc.wait(5)
     except Exception:  # noqa: BLE001 - already reaped
@@ -100,7 +101,7 @@ def restart_node(node, pause=0.5):
 
 def signal_node(node, sig):
     """sig to the tor's process if it is still the same process (by start time)."""
-    if pn.pid_alive(node.pid, node.starttime):
+    if procs.pid_alive(node.pid, node.starttime):
         os.kill(node.pid, sig)
 
 

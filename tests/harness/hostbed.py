@@ -17,14 +17,14 @@ import time
 import uuid
 
 try:  # imported as harness.* (pytest) or from this directory (hosts.py run as a script)
-    from . import privnet
+    from . import procs
     from .aptrepo import APT_REPO_MOUNT, AptRepo, give_apt_repo
     from .cgroups import enter_cgroups, ensure_inotify_instances, overlay_supported, own_cgroups, remove_cgroups
     from .inventory import inventory_ini
     from .ports import choose_ssh_ports, free_ports
     from .rootfs import STOCK_TORRC, RootfsCache, _write, cache_dir, host_suite, log, mask_units
 except ImportError:  # pragma: no cover
-    import privnet
+    import procs
     from aptrepo import APT_REPO_MOUNT, AptRepo, give_apt_repo
     from cgroups import enter_cgroups, ensure_inotify_instances, overlay_supported, own_cgroups, remove_cgroups
     from inventory import inventory_ini
@@ -248,7 +248,7 @@ class HostBed:
         return {
             'run_id': self.run_id, 'dir': self.base_dir, 'created_dir': self.created_dir,
             'owner_pid': self.owner_pid,
-            'owner_starttime': privnet.proc_starttime(self.owner_pid) if self.owner_pid else None,
+            'owner_starttime': procs.proc_starttime(self.owner_pid) if self.owner_pid else None,
             'key': self.key, 'inventory': self.inventory_path, 'hosts': self.hosts,
             'joined_privnet': bool(self.join_lines), 'stock': self.stock, 'timings': self.timings, 'layout': self.layout,
             'apt_packages': self.apt_packages, 'apt_repos': self.apt_repos,
@@ -433,7 +433,7 @@ class HostBed:
                                  preexec_fn=lambda: enter_cgroups(h['cgroups']))
         self.procs[h['name']] = p
         h['pid'] = p.pid
-        h['starttime'] = privnet.proc_starttime(p.pid)
+        h['starttime'] = procs.proc_starttime(p.pid)
 
     def ssh_cmd(self, h, *command):
         return ['ssh', '-q', '-i', self.key, '-p', str(h['ssh_port']), '-o', 'BatchMode=yes',
@@ -575,7 +575,7 @@ def teardown_state(state, grace=15.0, procs=None):
     """Stop every nspawn of a state (by PID + start time), unmount and remove its dir."""
     t0 = time.monotonic()
     pids = [(h['pid'], h['starttime']) for h in state.get('hosts', []) if h.get('pid')]
-    left = privnet.kill_pids(pids, grace=grace, again=3.0)
+    left = procs.kill_pids(pids, grace=grace, again=3.0)
     if left:
         log('SIGKILLed nspawn %s' % left)
     for p in (procs or {}).values():  # reap our own children

@@ -78,7 +78,7 @@ import sys
 import time
 
 try:  # imported as harness.hosts (pytest) or run as a script
-    from . import privnet
+    from . import privnet, procs
     from .rootfs import (  # noqa: F401  (re-exported)
         apt_mirror, cache_dir, DEBOOTSTRAP_SCRIPTS, DEFAULT_MIRROR, ESSENTIAL, host_suite, KEYRING_SUITE, log,
         _make_ubuntu_keyring, MARKER, mask_units, MASKED_UNITS, PACKAGES, _parse_deb822_sources,
@@ -100,6 +100,7 @@ try:  # imported as harness.hosts (pytest) or run as a script
         teardown_state, _tor_ids, SSH_ARGS, TOR_STATE, tor_state_script, WAIT_CONTROL_SOCKET, wait_control_socket_script)
 except ImportError:  # pragma: no cover
     import privnet
+    import procs
     from rootfs import (  # noqa: F401
         apt_mirror, cache_dir, DEBOOTSTRAP_SCRIPTS, DEFAULT_MIRROR, ESSENTIAL, host_suite, KEYRING_SUITE, log,
         _make_ubuntu_keyring, MARKER, mask_units, MASKED_UNITS, PACKAGES, _parse_deb822_sources,
@@ -212,7 +213,7 @@ def cmd_up(args):
             old = _load_state(args.dir)
         except (OSError, ValueError):
             old = {}
-        if any(privnet.pid_alive(h['pid'], h['starttime']) for h in old.get('hosts', []) if h.get('pid')):
+        if any(procs.pid_alive(h['pid'], h['starttime']) for h in old.get('hosts', []) if h.get('pid')):
             print('a bed is already up in %s' % args.dir, file=sys.stderr)
             return 1
         teardown_state(old)
@@ -280,10 +281,10 @@ def cmd_cleanup(args):
             _forget(reg)
             continue
         owner = state.get('owner_pid')
-        if not args.all and owner and privnet.pid_alive(owner, state.get('owner_starttime')):
+        if not args.all and owner and procs.pid_alive(owner, state.get('owner_starttime')):
             continue  # an in-process bed (pytest) still running
         if not args.all and owner is None and any(
-                privnet.pid_alive(h['pid'], h['starttime']) for h in state.get('hosts', []) if h.get('pid')):
+                procs.pid_alive(h['pid'], h['starttime']) for h in state.get('hosts', []) if h.get('pid')):
             print('bed %s (%s) is up (CLI); use down --dir or cleanup --all' % (state['run_id'], state['dir']))
             continue
         log('cleaning up bed %s in %s' % (state.get('run_id'), state.get('dir')))
@@ -293,7 +294,7 @@ def cmd_cleanup(args):
     for partial in glob.glob(os.path.join(cache_dir(), 'rootfs-*.partial-*')) + glob.glob(
             os.path.join(cache_dir(), 'apt-*.partial-*')):
         pid = partial.rsplit('-', 1)[1]
-        if pid.isdigit() and not privnet.pid_alive(int(pid)):
+        if pid.isdigit() and not procs.pid_alive(int(pid)):
             log('removing partial tree %s' % partial)
             shutil.rmtree(partial, ignore_errors=True)
     print('cleaned up %d bed(s)' % n)

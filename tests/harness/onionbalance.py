@@ -41,7 +41,7 @@ import time
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion as onionkeys
 
-from . import privnet
+from . import privnet, procs
 from .ports import free_ports
 from .http_backend import HttpBackend
 
@@ -148,7 +148,7 @@ def restart_tor(net, node, attempts=3, quiet=60.0):
 
 
 def stop_tor(node, grace=5.0):
-    privnet.kill_pids([(node.pid, node.starttime)], grace)
+    procs.kill_pids([(node.pid, node.starttime)], grace)
     try:
         node.proc.wait(timeout=5)
     except subprocess.TimeoutExpired:
@@ -188,7 +188,7 @@ class Onionbalance:
             argv,
             stdin=subprocess.DEVNULL, stdout=open(self.log_path, 'ab'), stderr=subprocess.STDOUT,
             start_new_session=True, close_fds=True, cwd=self.workdir)
-        self.starttime = privnet.proc_starttime(self.proc.pid)
+        self.starttime = procs.proc_starttime(self.proc.pid)
         return self
 
     def log_text(self):
@@ -204,7 +204,7 @@ class Onionbalance:
     def stop(self):
         if self.proc is None:
             return
-        privnet.kill_pids([(self.proc.pid, self.starttime)], 5.0)
+        procs.kill_pids([(self.proc.pid, self.starttime)], 5.0)
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:

@@ -75,8 +75,10 @@ import urllib.request
 
 try:  # imported as harness.privnet (pytest) or from this directory (run as a script)
     from .ports import free_ports
+    from .procs import kill_pids, pid_alive, proc_starttime
 except ImportError:  # pragma: no cover
     from ports import free_ports
+    from procs import kill_pids, pid_alive, proc_starttime
 
 TOR = os.environ.get('ONIONLAB_TOR', shutil.which('tor') or '/usr/sbin/tor')
 TOR_GENCERT = shutil.which('tor-gencert') or '/usr/bin/tor-gencert'
@@ -122,55 +124,6 @@ def _registry_entry(d):
     reg = os.path.join(cache_dir(), 'privnets')
     os.makedirs(reg, exist_ok=True)
     return os.path.join(reg, 'privnet-%s.json' % hashlib.sha256(d.encode()).hexdigest()[:12])
-
-
-def proc_starttime(pid):
-    """Start time (clock ticks since boot) of pid, or None if it is gone."""
-    try:
-        with open('/proc/%d/stat' % pid) as f:
-            data = f.read()
-    except OSError:
-        return None
-    fields = data.rsplit(')', 1)[1].split()
-    if fields[0] == 'Z':  # zombie: as good as gone
-        return None
-    return int(fields[19])
-
-
-def pid_alive(pid, starttime=None):
-    st = proc_starttime(pid)
-    if st is None:
-        return False
-    return starttime is None or st == starttime
-
-
-def kill_pids(pids, grace=5.0, again=0.0):
-    """SIGTERM each (pid, starttime), SIGKILL the ones left after grace.
-
-    With again > 0, the ones left after grace get a second SIGTERM and
-    again seconds more first (systemd-nspawn: the second SIGTERM means
-    "terminate now").  Only processes whose start time still matches are
-    signalled.  Children of this process are reaped by the caller
-    (Popen.wait).  Returns the PIDs that needed SIGKILL."""
-    live = [(p, st) for p, st in pids if pid_alive(p, st)]
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGTERM, again)):
-        if not live or (sig, wait) == (signal.SIGTERM, 0.0):
-            continue
-        _signal_all(live, sig)
-        deadline = time.monotonic() + wait
-        while live and time.monotonic() < deadline:
-            time.sleep(0.05)
-            live = [(p, st) for p, st in live if pid_alive(p, st)]
-    _signal_all(live, signal.SIGKILL)
-    return [p for p, _ in live]
-
-
-def _signal_all(pids, sig):
-    for p, _ in pids:
-        try:
-            os.kill(p, sig)
-        except ProcessLookupError:
-            pass
 
 
 def parse_consensus(text):

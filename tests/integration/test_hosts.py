@@ -18,6 +18,7 @@ import pytest
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from harness import hosts as hb
 from harness import privnet as pn
+from harness import procs
 from harness.fixtures import ansible_adhoc
 from harness.reach import Reach, bed_tor
 
@@ -149,7 +150,7 @@ def test_up_down_leaves_nothing(tmp_path):
     up = time.monotonic() - t0
     try:
         h = bed.hosts[0]
-        assert pn.pid_alive(h['pid'], h['starttime'])
+        assert procs.pid_alive(h['pid'], h['starttime'])
         with open(os.path.join(h['root'], 'etc/tor/torrc')) as f:
             assert 'DisableNetwork 1' in f.read()
         assert os.path.exists(bed.registry)
@@ -157,7 +158,7 @@ def test_up_down_leaves_nothing(tmp_path):
         t1 = time.monotonic()
         bed.down()
     _say('1-host bed: up %.1fs, down %.1fs' % (up, time.monotonic() - t1))
-    assert not pn.pid_alive(h['pid'], h['starttime'])
+    assert not procs.pid_alive(h['pid'], h['starttime'])
     assert not os.path.exists(bed.base_dir)
     assert not os.path.exists(bed.registry)
     assert not any(os.path.exists(d) for d in h['cgroups'])
@@ -172,7 +173,7 @@ def test_failed_up_tears_down():
     with pytest.raises(RuntimeError, match='did not come up'):
         bed.up()
     h = bed.hosts[0]
-    assert h['pid'] and not pn.pid_alive(h['pid'], h['starttime'])
+    assert h['pid'] and not procs.pid_alive(h['pid'], h['starttime'])
     assert not os.path.exists(bed.base_dir)
     assert not os.path.exists(bed.registry)
 
@@ -195,8 +196,8 @@ def test_cleanup_finds_leftovers_by_state_file(tmp_path):
     with open(os.path.join(d, 'state.json')) as f:
         state = json.load(f)
     h = state['hosts'][0]
-    assert pn.pid_alive(h['pid'], h['starttime'])
+    assert procs.pid_alive(h['pid'], h['starttime'])
     subprocess.run([sys.executable, os.path.join(tests, 'harness', 'hosts.py'), 'cleanup'], check=True,
                    stdout=subprocess.DEVNULL, timeout=120)
-    assert not pn.pid_alive(h['pid'], h['starttime'])
+    assert not procs.pid_alive(h['pid'], h['starttime'])
     assert not os.path.exists(h['root'])

@@ -19,6 +19,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_se
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion as onion_keys
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from harness import privnet as pn
+from harness import procs
 from harness.ansible_run import run_playbook
 from harness.fixtures import socks5_http_get
 from harness.reach import Reach
@@ -242,7 +243,7 @@ def test_services_generated_client_auth_line_opens_the_service(privnet, http_bac
         assert body == http_backend.token
     finally:
         reach.close()
-        pn.kill_pids([(n.pid, n.starttime) for n in started], grace=5.0)
+        procs.kill_pids([(n.pid, n.starttime) for n in started], grace=5.0)
         for n in started:
             n.proc.wait(timeout=10)
         # leave privnet.onion with the services it had before this test
@@ -279,7 +280,7 @@ def test_cli_start_env_status_stop(tmp_path):
         _say('CLI privnet start -> ready %.1fs' % (time.monotonic() - t0))
         state = pn.read_state(d)
         assert state['status'] == 'ready'
-        assert pn.pid_alive(state['supervisor_pid'], state['supervisor_starttime'])
+        assert procs.pid_alive(state['supervisor_pid'], state['supervisor_starttime'])
         torrc = subprocess.run(run + ['env', '--dir', d, '--format', 'torrc'], stdout=subprocess.PIPE,
                                check=True).stdout.decode()
         assert torrc.count('DirAuthority ') == 3
@@ -294,8 +295,8 @@ def test_cli_start_env_status_stop(tmp_path):
         subprocess.run(run + ['stop', '--dir', d], timeout=60)
     state = pn.read_state(d)
     assert state['status'] == 'stopped'
-    assert not pn.pid_alive(state['supervisor_pid'], state['supervisor_starttime'])
-    assert not [n['name'] for n in state['nodes'] if pn.pid_alive(n['pid'], n['starttime'])]
+    assert not procs.pid_alive(state['supervisor_pid'], state['supervisor_starttime'])
+    assert not [n['name'] for n in state['nodes'] if procs.pid_alive(n['pid'], n['starttime'])]
 
 
 def test_start_failure_stops_everything(tmp_path, monkeypatch):

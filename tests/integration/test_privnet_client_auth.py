@@ -24,6 +24,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_se
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_manager as sm
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from harness import privnet as pn
+from harness import procs
 from harness.ansible_run import run_playbook
 from harness.fixtures import SocksError, socks5_connect
 from harness.reach import Reach
@@ -205,7 +206,7 @@ def test_key_given_and_taken_over_the_control_port(privnet, http_backend, tmp_pa
     finally:
         reach.close()
         if client is not None:
-            pn.kill_pids([(client.pid, client.starttime)], grace=5.0)
+            procs.kill_pids([(client.pid, client.starttime)], grace=5.0)
             client.proc.wait(timeout=10)
         with connect(port=onion.control_port, cookie_path=onion.cookie_path) as c:
             rest = [s for s in hs.services_from_conf(c.get_conf('HiddenServiceOptions')) if s['path'] != service_dir]
@@ -404,7 +405,7 @@ def test_failed_run_keeps_the_service_private_for_tor_as_its_user(privnet, http_
             reach.close()
         for n in (client, node):
             if n is not None:
-                pn.kill_pids([(n.pid, n.starttime)], grace=5.0)
+                procs.kill_pids([(n.pid, n.starttime)], grace=5.0)
                 n.proc.wait(timeout=10)
         if node is not None:
             shutil.rmtree(node.datadir, ignore_errors=True)

@@ -25,6 +25,7 @@ import pytest
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion, probe, socks
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from harness import privnet as pn
+from harness import procs
 from harness.ansible_run import run_playbook
 from harness.reach import Reach, Watch
 
@@ -97,7 +98,7 @@ def extended(privnet, tmp_path_factory):
     try:
         yield info
     finally:
-        pn.kill_pids([(info.node.pid, info.node.starttime)], grace=5.0)
+        procs.kill_pids([(info.node.pid, info.node.starttime)], grace=5.0)
         info.node.proc.wait(timeout=10)
 
 
@@ -163,7 +164,7 @@ def test_stopped_socks_port(privnet, tmp_path):
     node = privnet.add_tor("probestopped", socks=True)
     port = node.socks_port
     socket.create_connection(("127.0.0.1", port), timeout=5).close()      # it was a SocksPort
-    pn.kill_pids([(node.pid, node.starttime)], grace=5.0)
+    procs.kill_pids([(node.pid, node.starttime)], grace=5.0)
     node.proc.wait(timeout=10)
     address = unknown_onion()
     tasks = [probe_task({"socks_port": port, "targets": [{"address": address}]}),
