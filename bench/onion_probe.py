@@ -16,7 +16,7 @@ The first fetch (descriptor, introduction, rendezvous) is made before and not co
 compares fetches over tor's circuits already built. The three clients take turns in a shuffled
 order, GAP seconds apart: a fetch right after another one on the same circuit is slower (run in a
 fixed order, curl right after ours, curl's median was 10 ms higher). --privnet uses a network
-started with `tests/harness/privnet.py start --dir DIR` instead of starting one.
+started with `tests/harness/privnet_cli.py start --dir DIR` instead of starting one.
 
 Measured here (2 cores, tor 0.4.9.11, 60 rounds): time to first byte, median, ours 28.2 ms, the
 module process 28.6 ms, curl 28.6 ms; wall time of a module process 185 ms, of curl 61 ms.
@@ -41,6 +41,7 @@ COLLECTIONS = ROOT / ".build" / "collections"
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(COLLECTIONS))
 from harness import privnet as pn  # noqa: E402
+from harness import privnet_cli  # noqa: E402
 
 MODULE = ROOT / "plugins" / "modules" / "tor_onion_probe.py"
 
@@ -79,7 +80,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--gap", type=float, default=0.05, help="seconds between two fetches")
     ap.add_argument("--seed", type=int, default=17, help="of the order of the three fetches in each round")
-    ap.add_argument("--privnet", help="directory of a running privnet (tests/harness/privnet.py start --dir)")
+    ap.add_argument("--privnet", help="directory of a running privnet (tests/harness/privnet_cli.py start --dir)")
     args = ap.parse_args()
     curl = shutil.which("curl")
     if not curl:
@@ -91,7 +92,7 @@ def main():
 
     net = None
     if args.privnet:
-        state = pn.read_state(args.privnet)
+        state = privnet_cli.read_state(args.privnet)
         socks_port, onion_ctl, client_ctl = state["socks_port"], state["onion"], state["client"]
     else:
         net = pn.PrivNet(ready_timeout=120)

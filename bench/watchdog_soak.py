@@ -30,6 +30,7 @@ COLLECTIONS = ROOT / ".build" / "collections"
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(COLLECTIONS))
 from harness import privnet as pn  # noqa: E402
+from harness import privnet_cli  # noqa: E402
 from harness.fixtures import socks5_http_get  # noqa: E402
 
 HOLDER = ("import sys, time\nsys.path.insert(0, sys.argv[2])\n"
@@ -73,7 +74,7 @@ def main():
     addresses = []
     net = None
     if args.privnet:
-        state = pn.read_state(args.privnet)
+        state = privnet_cli.read_state(args.privnet)
         onion_ctl, socks_port = state["onion"], state["socks_port"]
         client_ctl = state["client"]
     else:

@@ -26,12 +26,12 @@ sys.path[:0] = [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))] + [
     p for p in os.environ.get('ANSIBLE_COLLECTIONS_PATH', '').split(os.pathsep) if p]
 
 from harness import onionbalance as ob  # noqa: E402
-from harness import privnet  # noqa: E402
+from harness import privnet_cli  # noqa: E402
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    p.add_argument('--privnet', required=True, metavar='DIR', help='the directory of privnet.py start')
+    p.add_argument('--privnet', required=True, metavar='DIR', help='the directory of privnet_cli.py start')
     p.add_argument('--address', required=True)
     p.add_argument('--deadline', type=float, default=240.0)
     p.add_argument('--pattern', default=ob.PAGE_NAME, help='regex whose group 1 names the backend in a page')
@@ -43,7 +43,7 @@ def main(argv=None):
     s = sub.add_parser('until-seen', help='until every backend of --names served a page')
     s.add_argument('--names', required=True)
     args = p.parse_args(argv)
-    state = privnet.read_state(os.path.abspath(args.privnet))
+    state = privnet_cli.read_state(os.path.abspath(args.privnet))
     if not state or state.get('status') not in ('ready', 'degraded'):
         print('no ready privnet in %s' % args.privnet, file=sys.stderr)
         return 2

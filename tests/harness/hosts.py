@@ -78,7 +78,7 @@ import sys
 import time
 
 try:  # imported as harness.hosts (pytest) or run as a script
-    from . import privnet, procs
+    from . import privnet_cli, procs
     from .rootfs import (  # noqa: F401  (re-exported)
         apt_mirror, cache_dir, DEBOOTSTRAP_SCRIPTS, DEFAULT_MIRROR, ESSENTIAL, host_suite, KEYRING_SUITE, log,
         _make_ubuntu_keyring, MARKER, mask_units, MASKED_UNITS, PACKAGES, _parse_deb822_sources,
@@ -99,7 +99,7 @@ try:  # imported as harness.hosts (pytest) or run as a script
         _mounts_under, RESTART_TOR, _ssh_banner, START_TOR, stock_defaults_torrc, STOCK_OFFLINE_LINES,
         teardown_state, _tor_ids, SSH_ARGS, TOR_STATE, tor_state_script, WAIT_CONTROL_SOCKET, wait_control_socket_script)
 except ImportError:  # pragma: no cover
-    import privnet
+    import privnet_cli
     import procs
     from rootfs import (  # noqa: F401
         apt_mirror, cache_dir, DEBOOTSTRAP_SCRIPTS, DEFAULT_MIRROR, ESSENTIAL, host_suite, KEYRING_SUITE, log,
@@ -196,7 +196,7 @@ def _load_state(d):
 
 
 def _privnet_join_lines(pn_dir):
-    st = privnet.read_state(os.path.abspath(pn_dir))
+    st = privnet_cli.read_state(os.path.abspath(pn_dir))
     if not st or st.get('status') not in ('ready', 'degraded'):
         raise SystemExit('no ready privnet in %s' % pn_dir)
     return st['join_torrc_lines']

@@ -61,7 +61,7 @@ def onionbalance_version():
 class BalancedPrivNet(privnet.PrivNet):
     """The private network with authorities voting every 20 s (the first
     consensus still comes on the 10 s initial grid, so start-up is as fast).  From the command
-    line: ``privnet.py start --voting-interval 20``."""
+    line: ``privnet_cli.py start --voting-interval 20``."""
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault('voting_interval', VOTING_INTERVAL)

@@ -19,12 +19,13 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_se
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion as onion_keys
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from harness import privnet as pn
+from harness import privnet_cli
 from harness import procs
 from harness.ansible_run import run_playbook
 from harness.fixtures import socks5_http_get
 from harness.reach import Reach
 
-HARNESS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'harness', 'privnet.py')
+HARNESS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'harness', 'privnet_cli.py')
 FETCH_DEADLINE = float(os.environ.get('ONIONLAB_FETCH_DEADLINE', '60'))
 
 
@@ -278,7 +279,7 @@ def test_cli_start_env_status_stop(tmp_path):
         out = p.stdout.decode()
         assert "export PRIVNET_SOCKS_PORT=" in out
         _say('CLI privnet start -> ready %.1fs' % (time.monotonic() - t0))
-        state = pn.read_state(d)
+        state = privnet_cli.read_state(d)
         assert state['status'] == 'ready'
         assert procs.pid_alive(state['supervisor_pid'], state['supervisor_starttime'])
         torrc = subprocess.run(run + ['env', '--dir', d, '--format', 'torrc'], stdout=subprocess.PIPE,
@@ -293,7 +294,7 @@ def test_cli_start_env_status_stop(tmp_path):
                 assert 'V3AuthVotingInterval 20' in text and 'V3AuthVotingInterval 10' not in text
     finally:
         subprocess.run(run + ['stop', '--dir', d], timeout=60)
-    state = pn.read_state(d)
+    state = privnet_cli.read_state(d)
     assert state['status'] == 'stopped'
     assert not procs.pid_alive(state['supervisor_pid'], state['supervisor_starttime'])
     assert not [n['name'] for n in state['nodes'] if procs.pid_alive(n['pid'], n['starttime'])]
