@@ -534,7 +534,7 @@ class HostBed:
 
     def down(self):
         t0 = time.monotonic()
-        teardown_state(self.state(), self.grace, procs=self.procs)
+        teardown_state(self.state(), self.grace, children=self.procs)
         self.timings['down'] = time.monotonic() - t0
         log('hosts down in %.1fs' % self.timings['down'])
         try:
@@ -571,14 +571,14 @@ def _mounts_under(path):
     return sorted(out, key=len, reverse=True)
 
 
-def teardown_state(state, grace=15.0, procs=None):
+def teardown_state(state, grace=15.0, children=None):
     """Stop every nspawn of a state (by PID + start time), unmount and remove its dir."""
     t0 = time.monotonic()
     pids = [(h['pid'], h['starttime']) for h in state.get('hosts', []) if h.get('pid')]
     left = procs.kill_pids(pids, grace=grace, again=3.0)
     if left:
         log('SIGKILLed nspawn %s' % left)
-    for p in (procs or {}).values():  # reap our own children
+    for p in (children or {}).values():  # reap our own children
         try:
             p.wait(timeout=5)
         except subprocess.TimeoutExpired:
