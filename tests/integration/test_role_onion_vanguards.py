@@ -221,8 +221,8 @@ def test_full_then_lite(bed, net, tmp_path):
 
     role = dict({'role': 'onionlab.tor.onion_vanguards'}, **SMALL_NETWORK)
     bad = _play(bed, tmp_path, roles=[dict(role, onion_vanguards_num_layer2_guards=0)])
-    assert bad.rc != 0 and 'the numbers of layer-2 and layer-3 guards at least 1 (got 0, 3)' in ' '.join(
-        bad.output.split()), bad.output
+    said = 'onion_vanguards: onion_vanguards_num_layer2_guards must be a whole number of at least 1 (got 0)'
+    assert bad.rc != 0 and said in ' '.join(bad.output.split()), bad.output
     assert _ssh(bed, 'test -e /etc/systemd/system/%s' % UNIT)[0] != 0
 
     first = _play(bed, tmp_path, roles=[role])
