@@ -117,11 +117,21 @@ def _until_steady(st, allowed, t0, deadline=DEADLINE):
 
 
 def test_frontend_answers_with_backend_pages(balanced):
+    """The frontend answers, once the client holds its descriptor naming the backends' live introduction points (the
+    event the requests wait on: a request before Onionbalance's first upload fails after its 20 s timeout, and a client
+    whose fetches all failed waits before it asks the HSDirs again); then pages come from every backend."""
     st = balanced
     names = {b['name'] for b in st['backends']}
-    first, failures, _ = _until_steady(st, names, st['started'])
-    _say('onionbalance %s: frontend %s answered %.1fs after onionbalance started (%d failed tries before)'
-         % (st['version'], st['frontend'], first, failures))
+    front = Watch(st['front_tor'], ['HS_DESC'])
+    try:
+        held, fetches = ob.until_live_descriptor(st['net'], st['frontend'], st['backends'], DEADLINE, front=front)
+    finally:
+        front.close()
+    t_live = time.monotonic()
+    first, failures, _ = _until_steady(st, names, t_live)
+    _say('onionbalance %s: the client held frontend %s\'s live descriptor %.1fs after onionbalance started (%d '
+         'fetches), and it answered %.1fs after that (%d failed tries before)'
+         % (st['version'], st['frontend'], t_live - st['started'], fetches, first, failures))
     seen, stale = {}, []
     t0 = time.monotonic()
     while len(seen) < len(names) and time.monotonic() - t0 < 120:
