@@ -341,7 +341,7 @@ def live_intro_keys(backends):
     return keys
 
 
-def until_live_descriptor(net, address, backends, deadline, every=5.0, front=None):
+def until_live_descriptor(net, address, backends, deadline, every=5.0, front=None, enough='all'):
     """Make the private network's client drop its descriptors and fetch address's again (HSFETCH) until the
     descriptor it holds names only introduction points the backends publish now: a rebuilt frontend's upload
     reaches the HSDirs one by one, and an HSDir that still has the old frontend's descriptor (of this time period,
@@ -350,12 +350,14 @@ def until_live_descriptor(net, address, backends, deadline, every=5.0, front=Non
     lower one (a clean-clone run failed on exactly that: revision 16198532 after 21856717). Returns (seconds,
     fetches); AssertionError at deadline, with what the client held and what the backends publish. front: a
     harness.reach.Watch of the frontend's tor opened before Onionbalance started (its HS_DESC events: which HSDirs
-    took the upload, which refused it and why), printed with the client's answers either way."""
+    took the upload, which refused it and why), printed with the client's answers either way. enough='any': a
+    descriptor naming at least one live introduction point will do (a client tries them in turn until one answers),
+    for a frontend whose backends replace their introduction points in their first minutes."""
     from harness.reach import Watch
     sid = address.replace('.onion', '')
     client = Watch(net.client, ['HS_DESC'])
     try:
-        return _until_live(net, address, backends, deadline, every, front, client, sid)
+        return _until_live(net, address, backends, deadline, every, front, client, sid, enough)
     finally:
         client.close()
 
@@ -373,7 +375,7 @@ def _upload_story(front, client, sid):
     return lines
 
 
-def _until_live(net, address, backends, deadline, every, front, client, sid):
+def _until_live(net, address, backends, deadline, every, front, client, sid, enough='all'):
     from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
     t0, fetches, held, live = time.monotonic(), 0, None, set()
     while time.monotonic() - t0 < deadline:
@@ -390,7 +392,7 @@ def _until_live(net, address, backends, deadline, every, front, client, sid):
         live = live_intro_keys(backends)
         if text:
             held = intro_keys(text, address)
-            if held and held <= live:
+            if held and (held <= live if enough == 'all' else held & live):
                 sys.stderr.write('\n[onionlab] the frontend\'s uploads and the client\'s fetches:\n%s\n'
                                  % '\n'.join(_upload_story(front, client, sid)[-60:]))
                 return round(time.monotonic() - t0, 1), fetches
