@@ -34,8 +34,10 @@ OWN_FLAGS = {"prometheus_extra_args": re.compile(r"^--(config\.file|web\.listen-
 RECEIVERS = ("none", "webhook", "email")
 BOOLEANS = ("prometheus_alertmanager_send_resolved", "prometheus_alertmanager_email_require_tls")
 _DURATION_RE = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+\Z")
-_LISTEN_RE = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[0-9]{1,3}(\.[0-9]{1,3}){3}|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)"
-                        r":([0-9]{1,5})\Z")
+# ADDRESS:PORT as Prometheus, Alertmanager and a proxy URL take it (a bracketed IPv6, an IPv4 or a host name); the
+# port is group 4. prometheus_targets.py builds the SOCKS5 proxy URL's pattern from it.
+HOST_PORT = r"(\[[0-9A-Fa-f:.]+\]|[0-9]{1,3}(\.[0-9]{1,3}){3}|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?):([0-9]{1,5})"
+_LISTEN_RE = re.compile(r"^%s\Z" % HOST_PORT)
 _FLAG_RE = re.compile(r"^--[A-Za-z0-9][A-Za-z0-9._-]*(=[A-Za-z0-9_./:,=@+~?&\[\]-]*)?\Z")
 _URL_RE = re.compile(r"^https?://\S+\Z")
 _MAILBOX_RE = re.compile(r"^[^@\s]+@[^@\s]+\Z")

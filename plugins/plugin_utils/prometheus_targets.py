@@ -13,13 +13,13 @@ from __future__ import annotations
 import re
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import config_value
+from ansible_collections.onionlab.tor.plugins.plugin_utils.prometheus_settings import HOST_PORT
 
 ONIONPROBE_EXPORTER_PORT = 9935          # Onionprobe's own default, and the onionprobe role's
 WILDCARDS = ("0.0.0.0", "::")
 _METRICS_PORT_RE = re.compile(r"^([0-9]+|[0-9]{1,3}(\.[0-9]{1,3}){3}:[0-9]+|\[[0-9a-fA-F:.]+\]:[0-9]+)\Z")
 _PORT_RE = re.compile(r"^[0-9]+\Z")
-_PROXY_RE = re.compile(r"^socks5://(\[[0-9A-Fa-f:.]+\]|[0-9]{1,3}(\.[0-9]{1,3}){3}|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)"
-                       r":([0-9]{1,5})\Z")
+_PROXY_RE = re.compile(r"^socks5://%s\Z" % HOST_PORT)
 
 
 class TargetsError(ValueError):
