@@ -239,7 +239,7 @@ class NamedHTTP:
 
 __all__ = ['BalancedPrivNet', 'Onionbalance', 'NamedHTTP', 'add_backend', 'write_frontend_key',
            'write_config', 'stop_tor', 'restart_tor', 'onionbalance_version', 'Frontend', 'until_steady',
-           'until_seen', 'client_intro_keys']
+           'until_seen', 'client_intro_keys', 'client_fetch', 'live_intro_keys']
 
 
 def isolated_get(socks_port, address, timeout=20.0, tag=None):
@@ -330,29 +330,58 @@ def client_intro_keys(net, address):
     return intro_keys(text, address) if text else set()
 
 
-def live_intro_keys(backends):
-    """The auth keys of the introduction points every backend's tor publishes now."""
+def live_intro_keys(backends, net=None):
+    """The auth keys of the introduction points the backends' tors keep now. A service keeps two descriptors, one for
+    each of two time periods, each with introduction points of its own, and ``GETINFO hs/service/desc/id`` gives only
+    the one tor calls current, which in half of each period is not the one clients fetch (measured: the frontend named
+    only the other descriptor's introduction points and answered every request, while this key set alone said "0 of 6
+    live" until the period ended, up to 8 minutes). With net (a running PrivNet), the keys of the backends'
+    descriptors as its client fetches them now are added: the ones Onionbalance's tor fetches too."""
     keys = set()
     for b in backends:
         text = _descriptor(b['node'].control_port, b['node'].cookie_path,
                            'hs/service/desc/id/' + b['address'].replace('.onion', ''))
         if text:
             keys |= intro_keys(text, b['address'])
+    if net is not None:
+        for held in client_fetch(net, [b['address'] for b in backends]).values():
+            keys |= held
     return keys
+
+
+def client_fetch(net, addresses, timeout=20.0):
+    """The private network's client fetches each address's descriptor anew (HSFETCH, after its cache is dropped by
+    the caller or by none held): {address: intro auth keys} of those it held within timeout (a missing address: no
+    descriptor came)."""
+    from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
+    sids = {a: a.replace('.onion', '') for a in addresses}
+    with connect(port=net.client.control_port, cookie_path=net.client.cookie_path) as ctl:
+        for sid in sids.values():
+            ctl.request('HSFETCH', [sid])
+    got, t0 = {}, time.monotonic()
+    while len(got) < len(sids) and time.monotonic() - t0 < timeout:
+        for a, sid in sids.items():
+            if a not in got:
+                text = _descriptor(net.client.control_port, net.client.cookie_path, 'hs/client/desc/id/' + sid)
+                if text:
+                    got[a] = intro_keys(text, a if a.endswith('.onion') else a + '.onion')
+        if len(got) < len(sids):
+            time.sleep(0.5)
+    return got
 
 
 def until_live_descriptor(net, address, backends, deadline, every=5.0, front=None, enough='all'):
     """Make the private network's client drop its descriptors and fetch address's again (HSFETCH) until the
-    descriptor it holds names only introduction points the backends publish now: a rebuilt frontend's upload
-    reaches the HSDirs one by one, and an HSDir that still has the old frontend's descriptor (of this time period,
-    or of the next, uploaded before it stopped) serves dead introduction points. A revision counter cannot tell
-    them apart: it counts from the start of the descriptor's SRV run, so a descriptor of the next period has a
-    lower one (a clean-clone run failed on exactly that: revision 16198532 after 21856717). Returns (seconds,
-    fetches); AssertionError at deadline, with what the client held and what the backends publish. front: a
-    harness.reach.Watch of the frontend's tor opened before Onionbalance started (its HS_DESC events: which HSDirs
-    took the upload, which refused it and why), printed with the client's answers either way. enough='any': a
-    descriptor naming at least one live introduction point will do (a client tries them in turn until one answers),
-    for a frontend whose backends replace their introduction points in their first minutes."""
+    descriptor it holds names only introduction points the backends keep now (live_intro_keys: both descriptors of
+    each backend, the one its tor calls current and the one clients fetch): a rebuilt frontend's upload reaches the
+    HSDirs one by one, and an HSDir that still has the old frontend's descriptor (of this time period, or of the
+    next, uploaded before it stopped) serves dead introduction points. A revision counter cannot tell them apart: it
+    counts from the start of the descriptor's SRV run, so a descriptor of the next period has a lower one (a
+    clean-clone run failed on exactly that: revision 16198532 after 21856717). Returns (seconds, fetches);
+    AssertionError at deadline, with what the client held and what the backends keep. front: a harness.reach.Watch
+    of the frontend's tor opened before Onionbalance started (its HS_DESC events: which HSDirs took the upload, which
+    refused it and why), printed with the client's answers either way. enough='any': a descriptor naming at least
+    one live introduction point will do (a client tries them in turn until one answers)."""
     from harness.reach import Watch
     sid = address.replace('.onion', '')
     client = Watch(net.client, ['HS_DESC'])
@@ -376,22 +405,14 @@ def _upload_story(front, client, sid):
 
 
 def _until_live(net, address, backends, deadline, every, front, client, sid, enough='all'):
-    from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
     t0, fetches, held, live = time.monotonic(), 0, None, set()
     while time.monotonic() - t0 < deadline:
         forget_descriptors(net)
-        with connect(port=net.client.control_port, cookie_path=net.client.cookie_path) as ctl:
-            ctl.request('HSFETCH', [sid])
         fetches += 1
-        t1 = time.monotonic()
-        text = None
-        while text is None and time.monotonic() - t1 < 30:
-            text = _descriptor(net.client.control_port, net.client.cookie_path, 'hs/client/desc/id/' + sid)
-            if text is None:
-                time.sleep(0.5)
-        live = live_intro_keys(backends)
-        if text:
-            held = intro_keys(text, address)
+        got = client_fetch(net, [address], timeout=30.0)
+        live = live_intro_keys(backends, net)
+        if address in got:
+            held = got[address]
             if held and (held <= live if enough == 'all' else held & live):
                 sys.stderr.write('\n[onionlab] the frontend\'s uploads and the client\'s fetches:\n%s\n'
                                  % '\n'.join(_upload_story(front, client, sid)[-60:]))
