@@ -14,6 +14,7 @@ Test data is in tests/data/ (harness/data.py).
 """
 
 import os
+import resource
 import sys
 from pathlib import Path
 
@@ -49,6 +50,53 @@ from harness.tor_fixtures import *  # noqa: E402,F401,F403  (fixtures)
 from harness.fixtures import *  # noqa: E402,F401,F403  (privnet, hostbed)
 
 
+# CPU seconds per test phase (this process and the children it waited for: ansible-playbook runs, tor-gencert, ...;
+# not daemons such as tor, which are not waited for until their teardown): the closing lines name the costliest,
+# since the lanes share 2 cores and CPU, not waiting, decides the wall time (docs/maintaining.md, Lanes).
+CPU_SECONDS = {}
+CPU_TOP = 12
+
+
+def _cpu_now():
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    t0 = _cpu_now()
+    yield
+    CPU_SECONDS[(item.nodeid, "setup")] = _cpu_now() - t0
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    t0 = _cpu_now()
+    yield
+    CPU_SECONDS[(item.nodeid, "call")] = _cpu_now() - t0
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item):
+    t0 = _cpu_now()
+    yield
+    CPU_SECONDS[(item.nodeid, "teardown")] = _cpu_now() - t0
+
+
+def _cpu_summary(terminalreporter):
+    if len(CPU_SECONDS) < 2:
+        return
+    terminalreporter.write_sep("=", "costliest %d by CPU seconds (of %.0f s in all, this process and its waited-for "
+                               "children)" % (CPU_TOP, sum(CPU_SECONDS.values())))
+    for (nodeid, phase), cpu in sorted(CPU_SECONDS.items(), key=lambda kv: -kv[1])[:CPU_TOP]:
+        terminalreporter.write_line("%7.1fs cpu %-8s %s" % (cpu, phase, nodeid))
+    by_file = {}
+    for (nodeid, _), cpu in CPU_SECONDS.items():
+        by_file[nodeid.split("::")[0]] = by_file.get(nodeid.split("::")[0], 0.0) + cpu
+    terminalreporter.write_line("by file: " + "; ".join(
+        "%s %.0fs" % (path.rsplit("/", 1)[-1], cpu) for path, cpu in sorted(by_file.items(), key=lambda kv: -kv[1])[:10]))
+
+
 @pytest.hookimpl(trylast=True)  # after the session fixtures' teardown, which may read too
 def pytest_sessionfinish(session):
     if READ_GUARD.seen and session.exitstatus == 0:
@@ -56,6 +104,7 @@ def pytest_sessionfinish(session):
 
 
 def pytest_terminal_summary(terminalreporter):
+    _cpu_summary(terminalreporter)
     guard = READ_GUARD
     if guard.off:
         terminalreporter.write_line("read guard: off, %s" % guard.off)
