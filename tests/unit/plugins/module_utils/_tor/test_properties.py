@@ -314,7 +314,7 @@ FILES = ["hs_ed25519_public_key", "hs_ed25519_secret_key", "hostname"]
 def test_service_dir_address_on_random_files(tmp_path_factory, contents):
     """Random bytes in a service directory: an address, None, or OnionKeyError -- and the
     module-facing describe_persistent never raises at all."""
-    from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_manager as sm
+    from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_list
     path = tmp_path_factory.mktemp("hsdir")
     for name, data in contents.items():
         (path / name).write_bytes(data)
@@ -324,7 +324,7 @@ def test_service_dir_address_on_random_files(tmp_path_factory, contents):
         pass
     else:
         assert address is None or onion.parse_onion_address(address)
-    out = sm.describe_persistent(hs.default_service(str(path)))
+    out = service_list.describe_persistent(hs.default_service(str(path)))
     assert out["onion_address"] is None or out["onion_address"].endswith(".onion")
 
 

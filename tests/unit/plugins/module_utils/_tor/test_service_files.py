@@ -27,6 +27,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor import ephemeral
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import files
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_manager as sm
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_plan as sp
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from harness.fake_controller import FakeController, new_expanded_key
 
@@ -289,14 +290,14 @@ def test_service_directory_swapped_before_its_key_is_written(fake, tmp_path, bas
     path.mkdir(mode=0o700)
     os.chown(str(path), TOR.pw_uid, TOR.pw_gid)
     before = snapshot(str(victim_dir))
-    real_plan = sm.plan
+    real_plan = sp.plan
 
     def plan(*args, **kwargs):
         steps = real_plan(*args, **kwargs)
         os.rename(str(path), str(base / "moved"))
         os.symlink(str(victim_dir), str(path))
         return steps
-    monkeypatch.setattr(sm, "plan", plan)
+    monkeypatch.setattr(sp, "plan", plan)
     key = new_expanded_key(b"swapped")
     with connect(port=fake.port) as ctl:
         manager = sm.PersistentManager(ctl, config_file=str(tmp_path / "torrc.d" / "onionlab.conf"), include=False)

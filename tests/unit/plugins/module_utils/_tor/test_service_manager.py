@@ -1,6 +1,6 @@
 # Copyright (c) 2026, onionlab.tor contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""service_manager.plan() and plan_ephemeral(): from a state written down here (no tor, no
+"""service_plan.plan() and ephemeral.plan_ephemeral(): from a state written down here (no tor, no
 files) to the steps a run would take, and each refusal. Carrying the steps out is tested
 through the modules (tests/unit/plugins/modules) and against real tors (tests/integration)."""
 
@@ -11,7 +11,9 @@ import pytest
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
-from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_manager as sm
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import ephemeral
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_plan as sp
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import ServiceError
 
 TOR_UID = 4242
 DROP_IN = "/etc/tor/torrc.d/onionlab.conf"
@@ -43,7 +45,7 @@ def state(block=(), managed=None, dirs=None, **fields):
         fields.setdefault("drop_in_text", hs.render_drop_in(managed))
     all_dirs = dict((s["path"], a_dir()) for s in block)
     all_dirs.update(dirs or {})
-    return sm.PersistentState(block, uid=TOR_UID, user="debian-tor", dirs=all_dirs, **fields)
+    return sp.PersistentState(block, uid=TOR_UID, user="debian-tor", dirs=all_dirs, **fields)
 
 
 def paths(services):
@@ -51,8 +53,8 @@ def paths(services):
 
 
 def refused(message, *args, **kwargs):
-    with pytest.raises(sm.ServiceError) as err:
-        sm.plan(*args, **kwargs)
+    with pytest.raises(ServiceError) as err:
+        sp.plan(*args, **kwargs)
     assert message in str(err.value), str(err.value)
     return str(err.value)
 
@@ -60,7 +62,7 @@ def refused(message, *args, **kwargs):
 # -- the block tor is to run ------------------------------------------------------------------------
 def test_add_to_empty_tor():
     web = service("web")
-    steps = sm.plan(state(), [web])
+    steps = sp.plan(state(), [web])
     assert steps.before == [] and steps.after == [web]
     assert steps.make_dirs == [web["path"]]
     assert steps.set_conf and steps.changed
@@ -71,7 +73,7 @@ def test_add_to_empty_tor():
 
 def test_add_keeps_the_others_in_their_order():
     a, b, c = service("a"), service("b"), service("c")
-    steps = sm.plan(state([a, b], managed=[a, b]), [c])
+    steps = sp.plan(state([a, b], managed=[a, b]), [c])
     assert paths(steps.after) == paths([a, b, c])
     assert steps.make_dirs == [c["path"]]
     assert steps.drop_in_text == hs.render_drop_in([a, b, c])
@@ -80,7 +82,7 @@ def test_add_keeps_the_others_in_their_order():
 def test_replacement_keeps_its_place():
     a, b = service("a"), service("b")
     new_a = service("a", port=443, max_streams=5)
-    steps = sm.plan(state([a, b], managed=[a, b]), [new_a])
+    steps = sp.plan(state([a, b], managed=[a, b]), [new_a])
     assert steps.after == [new_a, b]
     assert steps.make_dirs == []            # its directory is there
     assert steps.set_conf and steps.changed
@@ -89,7 +91,7 @@ def test_replacement_keeps_its_place():
 
 def test_as_asked_is_unchanged():
     a = service("a")
-    steps = sm.plan(state([a], managed=[a]), [service("a")])
+    steps = sp.plan(state([a], managed=[a]), [service("a")])
     assert steps.after == [a]
     assert not steps.set_conf and not steps.drop_in_change and not steps.changed
     assert steps.diff["before"] == steps.diff["after"]
@@ -99,7 +101,7 @@ def test_as_asked_is_unchanged():
 
 def test_absent_removes_it_from_tor_and_the_drop_in():
     a, b = service("a"), service("b")
-    steps = sm.plan(state([a, b], managed=[a, b], is_dir={a["path"]: True}), [], absent=[a["path"]])
+    steps = sp.plan(state([a, b], managed=[a, b], is_dir={a["path"]: True}), [], absent=[a["path"]])
     assert steps.after == [b] and steps.changed and steps.set_conf
     assert steps.drop_in_text == hs.render_drop_in([b])
     assert steps.purge_dirs == []           # its directory stays without purge
@@ -107,24 +109,24 @@ def test_absent_removes_it_from_tor_and_the_drop_in():
 
 def test_absent_of_an_unknown_path_changes_nothing():
     a = service("a")
-    steps = sm.plan(state([a], managed=[a]), [], absent=["/var/lib/tor/gone"])
+    steps = sp.plan(state([a], managed=[a]), [], absent=["/var/lib/tor/gone"])
     assert steps.after == [a] and not steps.changed
 
 
 def test_purge_removes_the_directory_only_when_there_is_one():
     a, b = service("a"), service("b")
     st = state([a, b], managed=[a, b], is_dir={a["path"]: True, b["path"]: False})
-    assert sm.plan(st, [], absent=[a["path"]], purge=True).purge_dirs == [a["path"]]
-    assert sm.plan(st, [], absent=[b["path"]], purge=True).purge_dirs == []
+    assert sp.plan(st, [], absent=[a["path"]], purge=True).purge_dirs == [a["path"]]
+    assert sp.plan(st, [], absent=[b["path"]], purge=True).purge_dirs == []
     # a directory that is no service any more is purged alone, and that is a change
     gone = "/var/lib/tor/gone"
-    steps = sm.plan(state([], managed=[], is_dir={gone: True}), [], absent=[gone], purge=True)
+    steps = sp.plan(state([], managed=[], is_dir={gone: True}), [], absent=[gone], purge=True)
     assert steps.purge_dirs == [gone] and steps.changed and not steps.set_conf
 
 
 def test_exclusive_leaves_only_what_is_asked():
     a, b, c = service("a"), service("b"), service("c")
-    steps = sm.plan(state([a, b], managed=[a]), [c, a], exclusive=True)
+    steps = sp.plan(state([a, b], managed=[a]), [c, a], exclusive=True)
     assert steps.after == [c, a]
     assert steps.drop_in_text == hs.render_drop_in([c, a])
 
@@ -132,18 +134,18 @@ def test_exclusive_leaves_only_what_is_asked():
 def test_prune_removes_only_the_managed_services():
     mine_kept, mine_gone, foreign = service("kept"), service("gone"), service("foreign")
     st = state([foreign, mine_kept, mine_gone], managed=[mine_kept, mine_gone], is_dir={mine_gone["path"]: True})
-    steps = sm.plan(st, [mine_kept], prune=True)
+    steps = sp.plan(st, [mine_kept], prune=True)
     assert steps.after == [foreign, mine_kept]   # the service the drop-in does not hold stays
     assert steps.drop_in_text == hs.render_drop_in([mine_kept])
     assert steps.purge_dirs == []
-    assert sm.plan(st, [mine_kept], prune=True, purge=True).purge_dirs == [mine_gone["path"]]
+    assert sp.plan(st, [mine_kept], prune=True, purge=True).purge_dirs == [mine_gone["path"]]
     # without prune, the other managed service stays
-    assert sm.plan(st, [mine_kept]).after == [foreign, mine_kept, mine_gone]
+    assert sp.plan(st, [mine_kept]).after == [foreign, mine_kept, mine_gone]
 
 
 def test_not_persisted():
     a = service("a")
-    steps = sm.plan(state([], persist=False), [a])
+    steps = sp.plan(state([], persist=False), [a])
     assert steps.drop_in_text is None and not steps.drop_in_change and not steps.include_change
     assert steps.after == [a] and steps.changed
 
@@ -151,7 +153,7 @@ def test_not_persisted():
 # -- the drop-in and torrc ------------------------------------------------------------------------
 def test_drop_in_text():
     a = service("a", port=443, max_streams=5, intro_dos={"enabled": True})
-    steps = sm.plan(state(), [a])
+    steps = sp.plan(state(), [a])
     assert steps.drop_in_text == (
         hs.DROP_IN_HEADER + '\nHiddenServiceDir "/var/lib/tor/a"\nHiddenServicePort 443 127.0.0.1:443\n'
         "HiddenServiceMaxStreams 5\nHiddenServiceEnableIntroDoSDefense 1\n")
@@ -159,15 +161,15 @@ def test_drop_in_text():
 
 def test_drop_in_rewritten_when_it_differs_only():
     a = service("a")
-    assert not sm.plan(state([a], managed=[a]), [a]).drop_in_change
-    steps = sm.plan(state([a], drop_in_text="# edited by hand\n"), [a])
+    assert not sp.plan(state([a], managed=[a]), [a]).drop_in_change
+    steps = sp.plan(state([a], drop_in_text="# edited by hand\n"), [a])
     assert steps.drop_in_change and steps.changed and not steps.set_conf
 
 
 def test_include_line_when_torrc_lacks_it():
-    steps = sm.plan(state(included=False), [service("a")])
+    steps = sp.plan(state(included=False), [service("a")])
     assert steps.include_change
-    assert not sm.plan(state(config_file=None, included=False), [service("a")]).include_change
+    assert not sp.plan(state(config_file=None, included=False), [service("a")]).include_change
 
 
 def test_include_refused_torrc():
@@ -176,7 +178,7 @@ def test_include_refused_torrc():
 
 
 def test_no_include_warns():
-    steps = sm.plan(state(included=False, include=False), [service("a")])
+    steps = sp.plan(state(included=False, include=False), [service("a")])
     assert not steps.include_change
     assert steps.warnings == ["%s does not %%include %s: the services will not survive a tor restart"
                               % (TORRC, DROP_IN)]
@@ -185,13 +187,13 @@ def test_no_include_warns():
 # -- keys ------------------------------------------------------------------------------------------
 def test_key_written_where_there_is_none():
     a = service("a")
-    steps = sm.plan(state(keys={a["path"]: None}), [a], keys={a["path"]: KEY})
+    steps = sp.plan(state(keys={a["path"]: None}), [a], keys={a["path"]: KEY})
     assert steps.key_writes == {a["path"]: KEY} and steps.set_conf
 
 
 def test_same_key_is_fine():
     a = service("a")
-    steps = sm.plan(state([a], managed=[a], keys={a["path"]: KEY}), [a], keys={a["path"]: KEY})
+    steps = sp.plan(state([a], managed=[a], keys={a["path"]: KEY}), [a], keys={a["path"]: KEY})
     assert steps.key_writes == {} and not steps.changed
 
 
@@ -212,7 +214,7 @@ def test_client_plans():
                {"name": "gone", "public_key": CLIENT_PUBLIC}]
     wanted = [{"name": "kept", "public_key": CLIENT_PUBLIC}, {"name": "changed", "public_key": other_public},
               {"name": "new", "public_key": None}]
-    steps = sm.plan(state([a], managed=[a], clients={a["path"]: on_disk}), [a], clients={a["path"]: wanted})
+    steps = sp.plan(state([a], managed=[a], clients={a["path"]: on_disk}), [a], clients={a["path"]: wanted})
     write, delete, generated = steps.client_plans[a["path"]]
     assert delete == ["gone"]
     assert sorted(write) == ["changed", "new"] and write["changed"] == other_public
@@ -227,27 +229,27 @@ def test_client_plans():
 def test_client_with_a_key_on_disk_keeps_it():
     a = service("a")
     st = state([a], managed=[a], clients={a["path"]: [{"name": "c", "public_key": CLIENT_PUBLIC}]})
-    steps = sm.plan(st, [a], clients={a["path"]: [{"name": "c", "public_key": None}]})
+    steps = sp.plan(st, [a], clients={a["path"]: [{"name": "c", "public_key": None}]})
     assert steps.client_plans[a["path"]] == ({}, [], []) and not steps.changed
 
 
 def test_clients_unmanaged_without_the_option():
     a = service("a")
     st = state([a], managed=[a], clients={a["path"]: [{"name": "c", "public_key": CLIENT_PUBLIC}]})
-    steps = sm.plan(st, [a])
+    steps = sp.plan(st, [a])
     assert steps.client_plans == {} and not steps.changed
     assert steps.diff["after"]["services"][0]["authorized_clients"] == ["c"]
 
 
 def test_client_public_key_checked():
     with pytest.raises(onion.OnionKeyError):
-        sm.plan(state(), [service("a")], clients={"/var/lib/tor/a": [{"name": "c", "public_key": "nope"}]})
+        sp.plan(state(), [service("a")], clients={"/var/lib/tor/a": [{"name": "c", "public_key": "nope"}]})
 
 
 # -- changed and diff ------------------------------------------------------------------------------
 def test_diff():
     a, b = service("a"), service("b", port=443)
-    steps = sm.plan(state([a], managed=[a]), [b])
+    steps = sp.plan(state([a], managed=[a]), [b])
     before, after = steps.diff["before"]["services"], steps.diff["after"]["services"]
     assert before == [dict(hs.config_view(a), authorized_clients=[])]
     assert after == [dict(hs.config_view(a), authorized_clients=[]), dict(hs.config_view(b), authorized_clients=[])]
@@ -272,11 +274,11 @@ def test_defined_in_torrc_refused():
 # -- adoption (issue 40, 2): services torrc declares taken over as tor runs them -------------------------------
 def test_adopt_writes_the_drop_in_and_leaves_tor_and_torrc_alone():
     a = service("a", max_streams=5)
-    steps = sm.plan(state([a], torrc_dirs={a["path"]: TORRC}, included=False), [dict(a)], adopt=True)
+    steps = sp.plan(state([a], torrc_dirs={a["path"]: TORRC}, included=False), [dict(a)], adopt=True)
     assert steps.drop_in_text == hs.render_drop_in([a]) and steps.drop_in_change and steps.changed
     assert not steps.set_conf and not steps.include_change and steps.make_dirs == []
     assert steps.warnings == []     # no "will not survive a restart": torrc still declares it
-    again = sm.plan(state([a], managed=[a], torrc_dirs={a["path"]: TORRC}, included=False), [dict(a)], adopt=True)
+    again = sp.plan(state([a], managed=[a], torrc_dirs={a["path"]: TORRC}, included=False), [dict(a)], adopt=True)
     assert not again.changed
 
 
@@ -305,7 +307,7 @@ def test_adopted_but_still_in_torrc_says_run_the_tor_role():
 
 def test_adopt_manages_a_new_service_beside_the_adopted_as_usual():
     a, b = service("a"), service("b")
-    steps = sm.plan(state([a], torrc_dirs={a["path"]: TORRC}, included=False), [a, b], adopt=True)
+    steps = sp.plan(state([a], torrc_dirs={a["path"]: TORRC}, included=False), [a, b], adopt=True)
     assert steps.set_conf and paths(steps.after) == paths([a, b]) and steps.drop_in_text == hs.render_drop_in([a, b])
     assert not steps.include_change   # torrc declares a: an %include now would make tor read a twice
 
@@ -323,14 +325,14 @@ def test_unsafe_dir_refused(st, message):
 
 def test_group_readable_dir_allows_0750():
     a = service("a", dir_group_readable=True)
-    steps = sm.plan(state(dirs={a["path"]: a_dir(mode=0o750)}), [a])
+    steps = sp.plan(state(dirs={a["path"]: a_dir(mode=0o750)}), [a])
     assert steps.make_dirs == []
 
 
 def test_unknown_uid_checks_the_mode_only():
     a = service("a")
-    st = sm.PersistentState([], dirs={a["path"]: a_dir(uid=0)})
-    assert sm.plan(st, [a]).after == [a]
+    st = sp.PersistentState([], dirs={a["path"]: a_dir(uid=0)})
+    assert sp.plan(st, [a]).after == [a]
 
 
 @pytest.mark.parametrize("name", ["", ".hidden", "a/b", "x" * 65])
@@ -350,30 +352,30 @@ DEFAULT_POW = {"enabled": False, "queue_rate": 250, "queue_burst": 2500}
 
 
 def test_ephemeral_new_with_a_generated_key():
-    steps = sm.plan_ephemeral({}, set(), "present", ports=PORTS, discard_pk=True)
+    steps = ephemeral.plan_ephemeral({}, set(), "present", ports=PORTS, discard_pk=True)
     assert steps.action == "add" and not steps.replace and steps.view == dict(VIEW, pow=DEFAULT_POW)
     assert (steps.key_type, steps.key_blob) == ("NEW", "ED25519-V3") and steps.flags == ["Detach", "DiscardPK"]
     assert steps.result["service"] is None and steps.result["diff"]["after"]["service_id"] == "(new)"
 
 
 def test_ephemeral_with_our_key():
-    steps = sm.plan_ephemeral({}, set(), "present", ports=PORTS, private_key=KEY_BLOB)
+    steps = ephemeral.plan_ephemeral({}, set(), "present", ports=PORTS, private_key=KEY_BLOB)
     assert steps.action == "add" and steps.service_id == SID and steps.own_key
     assert "%s:%s" % (steps.key_type, steps.key_blob) == KEY_BLOB and "DiscardPK" in steps.flags
 
 
 def test_ephemeral_unchanged_and_replaced():
-    same = sm.plan_ephemeral({SID: VIEW}, {SID}, "present", ports=PORTS, private_key=KEY_BLOB)
+    same = ephemeral.plan_ephemeral({SID: VIEW}, {SID}, "present", ports=PORTS, private_key=KEY_BLOB)
     assert same.action is None and same.result["changed"] is False
-    changed = sm.plan_ephemeral({SID: VIEW}, {SID}, "present", ports=[{"port": 443}], private_key=KEY_BLOB)
+    changed = ephemeral.plan_ephemeral({SID: VIEW}, {SID}, "present", ports=[{"port": 443}], private_key=KEY_BLOB)
     assert changed.action == "add" and changed.replace and changed.old_view == dict(VIEW, pow=DEFAULT_POW)
     assert changed.result["diff"]["before"]["ports"] == VIEW["ports"]
 
 
 def test_ephemeral_absent():
-    gone = sm.plan_ephemeral({SID: VIEW}, {SID}, "absent", service_id=SID)
+    gone = ephemeral.plan_ephemeral({SID: VIEW}, {SID}, "absent", service_id=SID)
     assert gone.action == "remove" and gone.result["changed"] is True and gone.result["diff"]["after"] == {}
-    already = sm.plan_ephemeral({}, set(), "absent", service_id=SID)
+    already = ephemeral.plan_ephemeral({}, set(), "absent", service_id=SID)
     assert already.action is None and already.result["changed"] is False
 
 
@@ -386,8 +388,8 @@ def test_ephemeral_absent():
         onion.key_blob(OTHER_KEY))}, "does not belong to private_key"),
 ])
 def test_ephemeral_refusals(state_, options, message):
-    with pytest.raises(sm.ServiceError) as err:
-        sm.plan_ephemeral({}, set(), state_, **options)
+    with pytest.raises(ServiceError) as err:
+        ephemeral.plan_ephemeral({}, set(), state_, **options)
     assert message in str(err.value)
 
 
@@ -402,7 +404,7 @@ def test_sandbox_refuses_a_new_directory_tor_cannot_write():
                   [outside])
     assert "tor may write under: /var/lib/tor" in msg and "ReadWritePaths=/srv/onion" in msg
     refused("read-only", state(sandbox=box), [service("a"), outside], exclusive=True)
-    assert sm.plan(state(sandbox=box), [service("web")]).changed       # under /var/lib/tor
+    assert sp.plan(state(sandbox=box), [service("web")]).changed       # under /var/lib/tor
     # a service tor runs already is its own proof: changing its ports is not refused
-    steps = sm.plan(state([outside], sandbox=box), [dict(outside, ports=[hs.normalize_port({"port": 81})])])
+    steps = sp.plan(state([outside], sandbox=box), [dict(outside, ports=[hs.normalize_port({"port": 81})])])
     assert steps.set_conf
