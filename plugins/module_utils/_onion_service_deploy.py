@@ -25,8 +25,8 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor import capabilit
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import files
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion, seal, torrc
-from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_manager as sm
-from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import TorError
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.tor_facts import tor_lock
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.errors import ServiceError, TorError
 
 KEY_FILE = "hs_ed25519_secret_key"
 
@@ -80,7 +80,7 @@ def read_owned(state_file):
     except FileNotFoundError:
         return []
     except ValueError:
-        raise sm.ServiceError("the role's record %s is not JSON; remove it (the next run records the listed "
+        raise ServiceError("the role's record %s is not JSON; remove it (the next run records the listed "
                               "services and prunes nothing)" % state_file)
     services = data.get("services", []) if isinstance(data, dict) else []
     return [str(s) for s in services or []]
@@ -161,7 +161,7 @@ def restorable(escrow_keys, vault_paths, refused=None):
         if path in vault_paths or os.path.lexists(os.path.join(path, KEY_FILE)):
             continue
         if path in refused:
-            raise sm.ServiceError("service %s (%s): its escrowed key cannot be restored: %s"
+            raise ServiceError("service %s (%s): its escrowed key cannot be restored: %s"
                                   % (os.path.basename(path), path, refused[path]))
         out[path] = onion.parse_key_blob(escrow_keys[path])
     return out
@@ -184,7 +184,7 @@ def _normalized(entries):
             raise hs.ServiceConfigError("service %s (%s): %s" % (os.path.basename(str(entry.get("path"))),
                                                                  entry.get("path"), exc))
         if not service["ports"]:
-            raise sm.ServiceError("the service %s needs at least one entry in ports" % service["path"])
+            raise ServiceError("the service %s needs at least one entry in ports" % service["path"])
         desired.append(service)
         if _clients(entry) is not None:
             clients[service["path"]] = _clients(entry)
@@ -205,7 +205,7 @@ def deploy(p, manager_for, check_mode, diff, run):
         return _deploy(p, entries, manager_for, manager, check_mode, diff)
     # the record is read, the services changed and the record written back under the tor's lock: two runs at
     # once on one host (two playbooks) each see the other's services in the record
-    with sm.tor_lock(manager.ctl, manager.facts, manager.lock_timeout):
+    with tor_lock(manager.ctl, manager.facts, manager.lock_timeout):
         return _deploy(p, entries, manager_for, manager, check_mode, diff)
 
 

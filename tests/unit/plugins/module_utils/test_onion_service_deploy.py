@@ -49,7 +49,7 @@ def test_record_reads_and_writes_the_roles_format(tmp_path):
     record.write_text("not json")
     try:
         deploy.read_owned(str(record))
-    except deploy.sm.ServiceError as exc:
+    except deploy.ServiceError as exc:
         assert "is not JSON" in str(exc)
     else:
         raise AssertionError("a broken record was read")
@@ -92,7 +92,7 @@ def test_a_key_the_controller_refused_stops_the_run_only_where_it_would_be_resto
     vault = {str(tmp_path / "vault"): b"x"}
     assert deploy.restorable({str(tmp_path / "ok"): good}, vault, {str(holding): why, str(tmp_path / "vault"): why}
                              ) == {str(tmp_path / "ok"): onion.parse_key_blob(good)}
-    with pytest.raises(deploy.sm.ServiceError) as caught:
+    with pytest.raises(deploy.ServiceError) as caught:
         deploy.restorable({str(tmp_path / "ok"): good}, {}, {str(empty): why})
     assert str(caught.value) == "service web (%s): its escrowed key cannot be restored: %s" % (empty, why)
     assert not empty.exists()
