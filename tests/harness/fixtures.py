@@ -184,10 +184,13 @@ def _recv_exact(sock, n):
     return data
 
 
-def socks5_connect(socks_port, host, port, timeout=30.0, socks_host='127.0.0.1', username=None):
+def socks5_connect(socks_port, host, port, timeout=30.0, socks_host='127.0.0.1', username=None, opened=None):
     """A socket connected to host:port through the SOCKS5 proxy (no auth; with username, RFC 1929 with any
-    password: tor puts the stream on circuits of its own, IsolateSOCKSAuth being on by default)."""
+    password: tor puts the stream on circuits of its own, IsolateSOCKSAuth being on by default). opened: called
+    with the socket once it is connected to the proxy (another thread may then close it to give the request up)."""
     sock = socket.create_connection((socks_host, socks_port), timeout=timeout)
+    if opened is not None:
+        opened(sock)
     try:
         if username is None:
             sock.sendall(b'\x05\x01\x00')

@@ -12,9 +12,11 @@ import pwd
 import re
 import shutil
 import signal
+import socket
 import stat
 import sys
 import tempfile
+import threading
 import time
 
 import pytest
@@ -40,30 +42,72 @@ def _say(msg):
     sys.stderr.write('\n[onionlab] %s\n' % msg)
 
 
-def socks_connect(socks_port, host, username=None, timeout=30.0):
+def socks_connect(socks_port, host, username=None, timeout=30.0, opened=None):
     """A socket connected to host:80 through tor's SOCKS5 port; with username (RFC 1929, any
     password) tor puts the stream on circuits of its own (IsolateSOCKSAuth, on by default)."""
-    return socks5_connect(socks_port, host, 80, timeout, username=username)
+    return socks5_connect(socks_port, host, 80, timeout, username=username, opened=opened)
 
 
 # tor answers every SOCKS request within its SocksTimeout (120 s by default): a stream, or a reply code saying why
 # not (ExtendedErrors: 0xf2 introduction failed, 0xf3 rendezvous failed, ...); a stream is waited for until tor's
 # own answer, not a deadline of the test's (a 30 s one timed out at a clean-clone run with no word of why)
 TOR_SOCKS_TIMEOUT = 120.0
+# ... except when the service's tor says it gave the rendezvous up (src/feature/hs/hs_circuit.c): its client, which
+# got the introduction's ack, then waits on its rendezvous circuit until SocksTimeout and answers 0x06 (TTL expired)
+REND_GAVE_UP = re.compile(r'Attempt to build a rendezvous circuit to .* has failed with \d+ attempts')
 
 
-def open_stream(socks_port, address, username, client, service):
-    """A connected stream to address:80 on circuits of its own (username), after tor's own answer; on failure the
+def open_stream(socks_port, address, username, client, service, attempts=3):
+    """A connected stream to address:80 on circuits of its own (username), after tor's own answer. When the service's
+    tor logs that it gave up the rendezvous of the request (REND_GAVE_UP: a clean-clone run saw both of its attempts
+    fail in the same second, under load), the request is given up at that event and made again on circuits of
+    their own, up to attempts times: tor's client would wait 120 s for a rendezvous that never comes. On failure the
     onion-service lines ([rend] at info) the client tor and the service's tor logged meanwhile."""
     marks = [_log_size(client.rend_logfile), _log_size(service.rend_logfile)]
-    t0 = time.monotonic()
-    try:
-        return socks_connect(socks_port, address, username=username, timeout=TOR_SOCKS_TIMEOUT + 10)
-    except OSError as exc:
-        raise AssertionError('no stream to %s (isolation %r) after %.1fs: %s\nthe client tor logged:\n%s\n'
-                             'the service\'s tor logged:\n%s' % (
-                                 address, username, time.monotonic() - t0, exc,
-                                 _log_since(client.rend_logfile, marks[0]), _log_since(service.rend_logfile, marks[1])))
+    t0, why = time.monotonic(), []
+    for attempt in range(1, attempts + 1):
+        isolation = username if attempt == 1 else '%s-%d' % (username, attempt)
+        sock, reason = _stream_unless_rend_given_up(socks_port, address, isolation, service)
+        if sock is not None:
+            return sock
+        why.append('%s after %.1fs: %s' % (isolation, time.monotonic() - t0, reason))
+        if 'gave the rendezvous up' not in reason:
+            break
+    raise AssertionError('no stream to %s (%s)\nthe client tor logged:\n%s\nthe service\'s tor logged:\n%s' % (
+        address, '; '.join(why), _log_since(client.rend_logfile, marks[0]), _log_since(service.rend_logfile, marks[1])))
+
+
+def _stream_unless_rend_given_up(socks_port, address, isolation, service):
+    """(socket, None), or (None, why): tor's SOCKS answer, or the service's log saying it gave the rendezvous up
+    (the request is then closed, which ends its thread)."""
+    mark, box, opened = _log_size(service.rend_logfile), {}, []
+
+    def request():
+        try:
+            box['sock'] = socks_connect(socks_port, address, username=isolation, timeout=TOR_SOCKS_TIMEOUT + 10,
+                                        opened=opened.append)
+        except OSError as exc:
+            box['error'] = exc
+
+    worker = threading.Thread(target=request, name='open_stream-' + isolation)
+    worker.start()
+    gave_up = None
+    while worker.is_alive():
+        worker.join(0.5)
+        if worker.is_alive() and gave_up is None:
+            gave_up = REND_GAVE_UP.search(_log_since(service.rend_logfile, mark, keep=100000))
+            if gave_up:
+                for sock in opened:
+                    try:
+                        sock.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+                    sock.close()
+    if gave_up:
+        if 'sock' in box:
+            box['sock'].close()
+        return None, 'the service gave the rendezvous up: %s' % gave_up.group(0)[:200]
+    return box.get('sock'), str(box.get('error'))
 
 
 def _log_size(path):
