@@ -52,6 +52,15 @@ options:
       - Checked, when given, if a host is scraped at its C(prometheus_metrics_onion). Every host's
         C(prometheus_metrics_onion) is checked to be a v3 onion address (its version and checksum) in any case.
     type: str
+  tor_job:
+    description: The job name of the tor hosts (C(prometheus_tor_job)); the job of those scraped at their metrics onion
+      is this name with C(_onion).
+    type: str
+    default: tor
+  watchdog_job:
+    description: The job name of the watchdog hosts (C(prometheus_watchdog_job)), as O(tor_job).
+    type: str
+    default: onionlab_watchdog
 """
 
 EXAMPLES = r"""
@@ -63,7 +72,11 @@ EXAMPLES = r"""
 
 RETURN = r"""
 _value:
-  description: "C({tor: [...], onionprobe: [...], watchdog: [...]}), each entry C({host, target}) (and C(onion))."
+  description:
+    - "C({tor: [...], onionprobe: [...], watchdog: [...]}), each entry C({host, target}) (and C(onion))."
+    - "As the scrape config is written: C(tor_direct) and C(watchdog_direct), the targets scraped at their address;
+      C(onion_jobs), a list of C({job, label, targets}), one per kind with hosts scraped at their metrics onion (C(job)
+      is O(tor_job) or O(watchdog_job) with C(_onion), C(label) the job label its series keep)."
   type: dict
 """
 
@@ -74,11 +87,11 @@ from ansible_collections.onionlab.tor.plugins.plugin_utils import prometheus_tar
 
 
 def prometheus_targets(tor_hosts, hostvars, onionprobe_hosts=None, watchdog_hosts=None, node_exporter_port=9100,
-                       onion_proxy_url=model.UNCHECKED):
+                       onion_proxy_url=model.UNCHECKED, tor_job="tor", watchdog_job="onionlab_watchdog"):
     """The filter's face of plugin_utils/prometheus_targets."""
     try:
         return model.targets(tor_hosts, onionprobe_hosts, watchdog_hosts, hostvars, node_exporter_port,
-                             onion_proxy_url)
+                             onion_proxy_url, jobs={"tor": tor_job, "watchdog": watchdog_job})
     except model.TargetsError as exc:
         raise AnsibleFilterError("prometheus: %s" % to_native(exc))
 

@@ -122,10 +122,14 @@ def _metrics_onion_problems(hosts, hostvars):
     return out
 
 
-def targets(tor_hosts, onionprobe_hosts, watchdog_hosts, hostvars, node_exporter_port, onion_proxy_url=UNCHECKED):
-    """{'tor': [...], 'onionprobe': [...], 'watchdog': [...]}. TargetsError naming every host whose metrics onion is
-    not a v3 onion address; then for the first host whose port is wrong; then, when a host is scraped at its metrics
-    onion and onion_proxy_url is given, when that is not a SOCKS5 URL."""
+def targets(tor_hosts, onionprobe_hosts, watchdog_hosts, hostvars, node_exporter_port, onion_proxy_url=UNCHECKED,
+            jobs=None):
+    """{'tor': [...], 'onionprobe': [...], 'watchdog': [...]}, and as the scrape config is written: 'tor_direct' and
+    'watchdog_direct' (the targets scraped at their address), 'onion_jobs' ([{'job', 'targets'}]: one job per kind with
+    targets at their metrics onion, named jobs[kind] + '_onion', where jobs is {'tor': ..., 'watchdog': ...}, the
+    role's job names). TargetsError naming every host whose metrics onion is not a v3 onion address; then for the
+    first host whose port is wrong; then, when a host is scraped at its metrics onion and onion_proxy_url is given,
+    when that is not a SOCKS5 URL."""
     scraped = list(dict.fromkeys(list(tor_hosts or []) + list(watchdog_hosts or [])))
     problems = _metrics_onion_problems(scraped, hostvars)
     if problems:
@@ -140,4 +144,10 @@ def targets(tor_hosts, onionprobe_hosts, watchdog_hosts, hostvars, node_exporter
         raise TargetsError("prometheus_onion_proxy_url must be the SOCKS5 port of this host's tor, "
                            "socks5://ADDRESS:PORT (socks5://127.0.0.1:9050), to scrape %s at their "
                            "prometheus_metrics_onion; got %s" % (", ".join(secret), config_value.shown(onion_proxy_url)))
+    jobs = dict({"tor": "tor", "watchdog": "onionlab_watchdog"}, **(jobs or {}))
+    for kind in ("tor", "watchdog"):
+        out[kind + "_direct"] = [t for t in out[kind] if not t["onion"]]
+    out["onion_jobs"] = [{"job": "%s_onion" % jobs[kind], "label": jobs[kind],
+                          "targets": [t for t in out[kind] if t["onion"]]}
+                         for kind in ("tor", "watchdog") if any(t["onion"] for t in out[kind])]
     return out

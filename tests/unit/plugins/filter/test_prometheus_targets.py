@@ -82,3 +82,17 @@ def test_a_host_scraped_through_tor_needs_a_socks5_proxy(proxy):
     # no host scraped through tor: the proxy is not used, not checked
     assert prometheus_targets(['b'], hostvars=hv, onion_proxy_url=proxy)['tor'][0]['target'] == 'b:9035'
     assert prometheus_targets(['a'], hostvars=hv, onion_proxy_url='socks5://[::1]:9050')['tor'][0]['onion']
+
+
+def test_targets_as_the_scrape_config_is_written():
+    """The template only writes lines: the targets at their address and the jobs through tor come split here."""
+    hv = {'a': {'tor_metrics_port': 9035, 'prometheus_metrics_onion': ONION}, 'b': {'tor_metrics_port': 9035},
+          'w': {'ansible_host': '10.0.0.9'}}
+    out = prometheus_targets(['a', 'b'], hostvars=hv, watchdog_hosts=['a', 'w'], onion_proxy_url='socks5://127.0.0.1:9050',
+                             tor_job='tors', watchdog_job='dogs')
+    assert [t['host'] for t in out['tor_direct']] == ['b']
+    assert [t['host'] for t in out['watchdog_direct']] == ['w']
+    assert [(j['job'], j['label'], [t['host'] for t in j['targets']]) for j in out['onion_jobs']] == [
+        ('tors_onion', 'tors', ['a']), ('dogs_onion', 'dogs', ['a'])]
+    plain = prometheus_targets(['b'], hostvars=hv)
+    assert plain['onion_jobs'] == [] and plain['tor_direct'] == plain['tor']
