@@ -81,7 +81,7 @@ def read_owned(state_file):
         return []
     except ValueError:
         raise ServiceError("the role's record %s is not JSON; remove it (the next run records the listed "
-                              "services and prunes nothing)" % state_file)
+                           "services and prunes nothing)" % state_file)
     services = data.get("services", []) if isinstance(data, dict) else []
     return [str(s) for s in services or []]
 
@@ -162,7 +162,7 @@ def restorable(escrow_keys, vault_paths, refused=None):
             continue
         if path in refused:
             raise ServiceError("service %s (%s): its escrowed key cannot be restored: %s"
-                                  % (os.path.basename(path), path, refused[path]))
+                               % (os.path.basename(path), path, refused[path]))
         out[path] = onion.parse_key_blob(escrow_keys[path])
     return out
 

@@ -521,4 +521,3 @@ def until_seen(get, names, t0, deadline, forget=None, forget_every=15.0, sleep=t
         else:
             sleep(1)
     raise AssertionError('%s never served within %.0fs (pages %s)' % (sorted(set(names) - set(pages)), deadline, pages))
-

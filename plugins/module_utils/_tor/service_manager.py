@@ -60,7 +60,6 @@ class _Raced(Exception):
 RACE_ATTEMPTS = 3
 
 
-
 def _lstat(path):
     try:
         return os.lstat(path)
@@ -103,8 +102,6 @@ def _torrc_refusal(path):
         return ("tor's config-file %s does not look like a torrc (a file of tor options); not "
                 "adding an %%include line to it" % path)
     return None
-
-
 
 
 # -- persistent services: carrying a plan out ------------------------------------------------------
@@ -380,9 +377,9 @@ class PersistentManager:
             if self.include and not included:
                 torrc_refusal = _torrc_refusal(facts.config_file)
         state = sp.PersistentState(block, persist=self.persist, drop_in=self.drop_in, include=self.include,
-                                drop_in_text=drop_in_text, config_file=facts.config_file, torrc_dirs=torrc_dirs,
-                                included=included, torrc_refusal=torrc_refusal, uid=facts.uid, user=facts.user,
-                                sandbox=_sandbox.Sandbox.read(facts.pid) if facts.pid else None)
+                                   drop_in_text=drop_in_text, config_file=facts.config_file, torrc_dirs=torrc_dirs,
+                                   included=included, torrc_refusal=torrc_refusal, uid=facts.uid, user=facts.user,
+                                   sandbox=_sandbox.Sandbox.read(facts.pid) if facts.pid else None)
         paths = [s["path"] for s in desired]
         state.dirs = {path: _lstat(path) for path in paths}
         state.clients = {path: read_authorized_clients(path) for path in [s["path"] for s in block] + paths}

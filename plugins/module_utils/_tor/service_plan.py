@@ -70,6 +70,7 @@ class PersistentState:
     def drop_in_paths(self):
         return [s["path"] for s in self.drop_in_services or []]
 
+
 # -- persistent services: the plan ---------------------------------------------------------------
 class PersistentPlan:
     """The steps from a PersistentState to what was asked, made by plan() and carried out by
