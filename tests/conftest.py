@@ -62,25 +62,25 @@ def _cpu_now():
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_setup(item):
+def _cpu_of(item, phase):
     t0 = _cpu_now()
     yield
-    CPU_SECONDS[(item.nodeid, "setup")] = _cpu_now() - t0
+    CPU_SECONDS[(item.nodeid, phase)] = _cpu_now() - t0
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    yield from _cpu_of(item, "setup")
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item):
-    t0 = _cpu_now()
-    yield
-    CPU_SECONDS[(item.nodeid, "call")] = _cpu_now() - t0
+    yield from _cpu_of(item, "call")
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_teardown(item):
-    t0 = _cpu_now()
-    yield
-    CPU_SECONDS[(item.nodeid, "teardown")] = _cpu_now() - t0
+    yield from _cpu_of(item, "teardown")
 
 
 def _cpu_summary(terminalreporter):
@@ -92,7 +92,8 @@ def _cpu_summary(terminalreporter):
         terminalreporter.write_line("%7.1fs cpu %-8s %s" % (cpu, phase, nodeid))
     by_file = {}
     for (nodeid, _), cpu in CPU_SECONDS.items():
-        by_file[nodeid.split("::")[0]] = by_file.get(nodeid.split("::")[0], 0.0) + cpu
+        path = nodeid.split("::")[0]
+        by_file[path] = by_file.get(path, 0.0) + cpu
     terminalreporter.write_line("by file: " + "; ".join(
         "%s %.0fs" % (path.rsplit("/", 1)[-1], cpu) for path, cpu in sorted(by_file.items(), key=lambda kv: -kv[1])[:10]))
 
