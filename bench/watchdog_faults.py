@@ -21,7 +21,8 @@ client). Each fault is injected into both tors at once, --trials times in turn:
              both tors (--one_shot_vanguards with a new state file: new layer-2 and layer-3 guards).
 
 After a fault ends, the trial lasts until both services answered again or --window seconds; one that did not is
-restarted ("the operator") and must answer before the next fault. Measured per trial and tor: the first check that
+restarted ("the operator") and must answer, and each watchdog must have found its service healthy
+again (which resets its ladder), before the next fault. Measured per trial and tor: the first check that
 found it not healthy (detect, s after the injection), the first failed and the first answered fetch after it
 (back), failed fetches, the watchdog's actions. Printed: a line per trial, and per fault p50/p90 of back and
 detect for both tors. Nothing leaves 127.0.0.1.
@@ -257,6 +258,17 @@ def wait_answered(campaign, name, since, deadline):
     return False
 
 
+def wait_healthy_check(campaign, name, since, deadline):
+    """Until a run of the tor's watchdog found its service healthy after `since` (which resets its ladder): the next
+    trial then begins on a clean ladder, not on the step the last fault left."""
+    while time.monotonic() < deadline:
+        if any(what == "watchdog" and f["tor"] == name and f["healthy"] and t >= since
+               for t, what, f in list(campaign.timeline)):
+            return True
+        time.sleep(1)
+    return False
+
+
 def inject(fault, args, net, tors, backends, work, trial):
     """Inject one fault into both tors; returns (the time it ended, extra facts for the row)."""
     extra = {}
@@ -462,6 +474,10 @@ def main():
                     if not wait_answered(campaign, name, again, again + 600):
                         print("  %s not answering 600 s after the trial: stopping" % name)
                         raise SystemExit(1)
+                for name in NAMES:
+                    if not wait_healthy_check(campaign, name, again, time.monotonic() + 3 * args.interval + 120):
+                        print("  %s: no healthy check within 3 intervals after the trial; its ladder carries on"
+                              % name, flush=True)
                 if args.json:
                     Path(args.json).write_text(json.dumps(results, indent=1))
         summary(results, faults, args.window)

@@ -12,7 +12,9 @@ back by this check:
 1. repost: the current descriptor posted again to the responsible HSDirs that lack it (HSPOST);
 2. reload: SIGHUP to tor (a persistent service); an ephemeral service has no key on disk to add
    again, so it goes on to 3;
-3. restart: the configured command (systemctl restart tor), at most once per restart_interval.
+3. restart: the configured command (systemctl restart tor), at most once per restart_interval, and not while
+   relays of the network hang (hanging_hsdirs: some responsible HSDirs gave no answer in time while others
+   answered; a restart of this tor does not mend them): the cheaper step again meanwhile.
 
 A service is repaired only once it was found unhealthy confirm_checks times in a row (default 2: a
 service tor has just built and not uploaded yet is not repaired). No repair while a run of the
@@ -33,7 +35,7 @@ down, introduction or reach failing) gets a journal line naming the failed layer
 or reload would not bring back a backend). Introduction or reach failing while the descriptor and the backend are
 fine has a ladder of its own (_repair_intro, after confirm_checks, a step per check): close the service's
 introduction circuits (tor builds new ones), add an ephemeral service whose key was kept again (new introduction
-points, same address), restart tor (restart_interval holds it back). Each
+points, same address), restart tor (restart_interval holds it back, and so do relays that hang). Each
 service's journal line carries its layers (layers="tor:ok backend:fail descriptor:ok introduction:ok
 reach:fail"), and the textfile one gauge per layer: onionlab_watchdog_layer_ok{onion=...,layer=...} (1 ok, 0
 failed, -1 not checked). When tor's control port does not answer, the line says whether tor is hung (its process
@@ -529,6 +531,10 @@ class Watchdog:
             notes.append("restart held back: tor was restarted %d s ago (restart_interval %d s)"
                          % (now - last, self.config["restart_interval"]))
             step = 1 if onion_health.reference_text(service) else 0
+        hanging = hanging_hsdirs(entry) if step == 3 else None
+        if hanging:
+            notes.append("restart held back: " + hanging)
+            step = 1 if onion_health.reference_text(service) else 0
         if step == 1:
             outcome = self._repost(ctl, entry, service)
         elif step == 2:
@@ -560,6 +566,10 @@ class Watchdog:
         if step == 3 and last and now - last < self.config["restart_interval"]:
             notes.append("restart held back: tor was restarted %d s ago (restart_interval %d s)"
                          % (now - last, self.config["restart_interval"]))
+            step = 1
+        hanging = hanging_hsdirs(entry) if step == 3 else None
+        if hanging:
+            notes.append("restart held back: " + hanging)
             step = 1
         if step == 1:
             outcome = self._close_intro(ctl, sid)
@@ -616,6 +626,20 @@ class Watchdog:
         outcome = onion_health.repost(ctl, entry["address"], text, lacking, self.config["fetch_timeout"])
         return "posted to %d HSDirs: %d uploaded, %d failed, %d no answer" % (
             len(lacking), outcome["uploaded"], outcome["failed"], outcome["no_answer"])
+
+
+def hanging_hsdirs(entry):
+    """Why a restart would not help, in words, when relays of the network hang: some of the service's responsible
+    HSDirs gave no answer in time while others answered (so this tor builds circuits). Measured on the private
+    network (bench/watchdog_faults.py --faults intro): while relays hang rather than refuse, a restart of the
+    service's tor did not bring it back sooner; tor's own circuit timeouts decide, and a fresh client's fetches stall
+    on the same relays. None when no HSDir was silent, or none answered (this tor may be the one at fault)."""
+    results = [h.get("result") for h in entry.get("hsdirs") or ()]
+    silent = results.count("no_answer")
+    if not silent or silent == len(results):
+        return None
+    return ("%d of %d responsible HSDirs gave no answer in time while %d answered: relays of the network hang, "
+            "which a restart of this tor does not mend" % (silent, len(results), len(results) - silent))
 
 
 def layer_words(layers):

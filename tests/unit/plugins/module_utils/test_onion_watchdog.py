@@ -277,6 +277,43 @@ def test_reach_failing_with_the_descriptor_fine_climbs_the_intro_ladder(bed, mon
         (bed["tmp"] / "wd.prom").read_text()
 
 
+def _silent_hsdirs(entry, silent, answered="current"):
+    """The entry with `silent` of its six HSDirs giving no answer in time, the others `answered`."""
+    return dict(entry, hsdirs=[{"fingerprint": "%040X" % i, "result": "no_answer" if i < silent else answered}
+                               for i in range(6)])
+
+
+def test_no_restart_while_relays_hang_the_cheaper_step_again(bed, monkeypatch):
+    """Reach failing while 3 of the 6 HSDirs give no answer in time and the others answer (relays of the network
+    hang; this tor builds circuits): the intro ladder closes the introduction circuits again instead of restarting
+    tor, and the line says why; the descriptor ladder the same (repost, reload, then repost again)."""
+    checks = [_silent_hsdirs(_reach_failing("persistent"), 3) for _ in range(3)]
+    monkeypatch.setattr(onion_health, "run_check", lambda ctl, **o: ({"services": [checks.pop(0)]}, {ADDRESS: object()}))
+    lines = bed["run"]([None] * 3, restart_interval=0)
+    assert _actions(lines) == ["close-intro", "close-intro", "close-intro"], lines
+    assert bed["restarts"] == [] and all(
+        "restart held back: 3 of 6 responsible HSDirs gave no answer in time while 3 answered: relays of the "
+        "network hang" in l for l in lines[1:]), lines
+    descriptor = [_silent_hsdirs(_layered("unhealthy", "descriptor", {"tor": True, "descriptor": False}), 2, "missing")
+                  for _ in range(3)]
+    monkeypatch.setattr(onion_health, "run_check",
+                        lambda ctl, **o: ({"services": [descriptor.pop(0)]}, {ADDRESS: object()}))
+    lines = bed["run"]([None] * 3, restart_interval=0)
+    assert _actions(lines) == ["repost", "reload", "repost"], lines
+    assert bed["restarts"] == [] and "2 of 6 responsible HSDirs gave no answer in time while 4 answered" in lines[2]
+
+
+@pytest.mark.parametrize("silent", [0, 6])
+def test_a_restart_when_no_hsdir_or_every_hsdir_is_silent(bed, monkeypatch, silent):
+    """No HSDir silent (nothing says the network hangs), or none answering (this tor may be the one at fault): the
+    intro ladder's restart is not held back."""
+    checks = [_silent_hsdirs(_reach_failing("persistent"), silent) for _ in range(2)]
+    monkeypatch.setattr(onion_health, "run_check", lambda ctl, **o: ({"services": [checks.pop(0)]}, {ADDRESS: object()}))
+    lines = bed["run"]([None] * 2, restart_interval=0)
+    assert _actions(lines) == ["close-intro", "restart"] and len(bed["restarts"]) == 1, lines
+    assert watchdog.hanging_hsdirs(_silent_hsdirs({}, silent)) is None
+
+
 def test_an_ephemeral_service_with_its_key_kept_is_added_again_before_a_restart(bed, monkeypatch):
     """Step 2 for an ephemeral service the collection recorded with its key kept: DEL_ONION and ADD_ONION with that
     key (new introduction points, the same address), no restart; then tor restarted; never the key in a line."""
