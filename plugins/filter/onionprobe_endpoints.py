@@ -31,11 +31,21 @@ description:
   - Fails with one message naming the host and service on a malformed C(onionprobe_checks) entry (an unknown key,
     a service the host does not have, a port the service does not have, a protocol other than V(http) or
     V(https), a path not starting with C(/), a status that is not 100-599).
+  - With O(extra_endpoints), those endpoints are added to C(endpoints) (an entry of the same name replaces the
+    inventory's) and named in C(report), which is C({probed, not probed}): what the role prints.
 options:
   _input:
-    description: Inventory host name to its variables (those listed above; missing ones are taken as unset).
-    type: dict
+    description:
+      - Inventory host name to its variables (those listed above; missing ones are taken as unset).
+      - With O(hostvars), the list of inventory host names to read (hosts not in O(hostvars) are left out).
+    type: raw
     required: true
+  hostvars:
+    description: The play's C(hostvars), for a list of host names as the input.
+    type: dict
+  extra_endpoints:
+    description: Onionprobe endpoints to add as they are (C(onionprobe_extra_endpoints) of the role).
+    type: dict
   backup_dir:
     description: The onion_service role's escrow directory (C(onion_service_backup_dir)).
     type: path
@@ -48,13 +58,13 @@ options:
 EXAMPLES = r"""
 - name: Onionprobe's endpoints
   ansible.builtin.set_fact:
-    probe: "{{ dict(groups['all'] | zip(groups['all'] | map('extract', hostvars)))
-               | onionlab.tor.onionprobe_endpoints(backup_dir=playbook_dir ~ '/onion-keys') }}"
+    probe: "{{ groups['all'] | onionlab.tor.onionprobe_endpoints(hostvars=hostvars,
+                                                                 backup_dir=playbook_dir ~ '/onion-keys') }}"
 """
 
 RETURN = r"""
 _value:
-  description: C(endpoints), C(probed) and C(skipped), as described above.
+  description: C(endpoints), C(probed), C(skipped) and C(report), as described above.
   type: dict
 """
 
@@ -177,9 +187,29 @@ def _endpoint(address, port, protocol, paths):
     return {"address": address, "protocol": protocol, "port": port, "paths": paths}
 
 
-def onionprobe_endpoints(hosts, backup_dir, onionbalance_backup_dir=None):
+_READ = ("onion_services", "onion_service_addresses", "onionprobe_checks", "onionbalance_address",
+         "onionbalance_backends", "onionbalance_name", "onionprobe_frontend_checks")
+
+
+def _from_hostvars(names, hostvars):
+    """{host: the variables the role reads of it} for the hosts named that are in hostvars."""
+    if isinstance(names, str) or not isinstance(names, (list, tuple)):
+        _fail("with hostvars, the input must be a list of inventory host names, got %s" % type(names).__name__)
+    out = {}
+    for host in names:
+        if host in hostvars:
+            hv = hostvars[host]
+            out[host] = dict((key, hv.get(key)) for key in _READ)
+    return out
+
+
+def onionprobe_endpoints(hosts, backup_dir, onionbalance_backup_dir=None, hostvars=None, extra_endpoints=None):
+    if hostvars is not None:
+        hosts = _from_hostvars(hosts, hostvars)
     if not isinstance(hosts, dict):
         _fail("the input must be a dict of host to its variables")
+    if extra_endpoints is not None and not isinstance(extra_endpoints, dict):
+        _fail("extra_endpoints must be a dict of endpoint name to Onionprobe's endpoint")
     ob_dir = onionbalance_backup_dir or backup_dir
     endpoints, probed, skipped = {}, [], []
 
@@ -247,7 +277,10 @@ def onionprobe_endpoints(hosts, backup_dir, onionbalance_backup_dir=None):
             if probe:
                 for port, protocol in chosen:
                     add("%s/%s:%d" % (host, fname, port), host, fname, frontend, port, protocol, paths, "frontend")
-    return {"endpoints": endpoints, "probed": probed, "skipped": skipped}
+    extra = dict(extra_endpoints or {})
+    endpoints.update(extra)
+    report = {"probed": [p["name"] for p in probed if p["name"] not in extra] + list(extra), "not probed": skipped}
+    return {"endpoints": endpoints, "probed": probed, "skipped": skipped, "report": report}
 
 
 class FilterModule(object):
