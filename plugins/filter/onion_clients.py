@@ -59,6 +59,18 @@ options:
   addresses:
     description: Server to its C(onion_service_addresses) (service name to address), as set in this run.
     type: dict
+  previous_addresses:
+    description:
+      - Server to its C(onion_service_previous_addresses) (service name to the address of the key generation
+        before, as set in this run): where a credential of a rotated service is removed.
+    type: dict
+  hostvars:
+    description:
+      - The play's C(hostvars). The input is then a list of inventory host names (C(groups['all'])), and each
+        host's C(onion_services), C(onion_service_addresses) and C(onion_service_previous_addresses) are read from
+        it (O(addresses), O(previous_addresses) and O(inventory) default to them), as the
+        P(onionlab.tor.onion_client#role) role passes them.
+    type: dict
   pending:
     description:
       - With O(host), a credential whose service's address is not known yet is returned with C(address) null
@@ -89,6 +101,12 @@ EXAMPLES = r"""
 # -> [{server: web1, service: admin, name: alice, key: 2, hosts: [laptop-a], state: present, public_key: null,
 #      id: web1/admin/alice, escrow: .../onion-keys/web1/admin/clients/alice.2.x25519, needs_key: true},
 #     {server: web1, service: admin, name: carol, key: 1, hosts: [], state: present, public_key: N2NU..., ...}]
+
+- name: The credentials this host gets, read from every inventory host's variables
+  ansible.builtin.debug:
+    msg: >-
+      {{ groups['all'] | onionlab.tor.onion_clients(hostvars=hostvars, host=inventory_hostname,
+                                                     backup_dir=playbook_dir ~ '/onion-keys') }}
 """
 
 RETURN = r"""
@@ -103,9 +121,23 @@ from ansible.module_utils.common.text.converters import to_native
 from ansible_collections.onionlab.tor.plugins.plugin_utils import onion_services as model
 
 
+def _read(hosts, hostvars, name, default):
+    return dict((h, hostvars[h].get(name) or default) for h in hosts)
+
+
 def onion_clients(services_by_server, backup_dir=None, inventory=None, private_keys=None, host=None,
-                  addresses=None, previous_addresses=None, pending=False):
-    """The filter's face of plugin_utils/onion_services.clients."""
+                  addresses=None, previous_addresses=None, pending=False, hostvars=None):
+    """The filter's face of plugin_utils/onion_services.clients (with hostvars: the input is the host names)."""
+    if hostvars is not None:
+        if isinstance(services_by_server, str) or not isinstance(services_by_server, (list, tuple)):
+            raise AnsibleFilterError("onion_clients: with hostvars, the input must be a list of inventory host "
+                                     "names, got %s" % type(services_by_server).__name__)
+        hosts = [h for h in services_by_server if h in hostvars]
+        inventory = list(hosts) if inventory is None else inventory
+        addresses = _read(hosts, hostvars, "onion_service_addresses", {}) if addresses is None else addresses
+        if previous_addresses is None:
+            previous_addresses = _read(hosts, hostvars, "onion_service_previous_addresses", {})
+        services_by_server = _read(hosts, hostvars, "onion_services", [])
     try:
         return model.clients(services_by_server, backup_dir=backup_dir, inventory=inventory,
                              private_keys=private_keys, host=host, addresses=addresses,

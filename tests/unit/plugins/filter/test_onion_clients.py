@@ -174,3 +174,22 @@ def test_a_server_name_that_is_no_escrow_directory_is_refused(server):
     with pytest.raises(AnsibleFilterError) as info:
         onion_clients({server: [_svc([{'name': 'alice', 'hosts': ['a']}])]}, backup_dir='/e', inventory=['a'])
     assert 'cannot name a directory of the escrow' in str(info.value), str(info.value)
+
+
+def test_hosts_by_name_from_hostvars_as_the_role_passes_them(tmp_path):
+    """The onion_client role passes groups['all'] and hostvars (issue 41: no dict/zip/map over hostvars in the
+    role): each host's onion_services, onion_service_addresses and onion_service_previous_addresses read from it,
+    the same result as the three dicts; a host without onion_services has none; a string input is refused."""
+    clients = [{'name': 'alice', 'hosts': ['a']}]
+    hostvars = {'web1': {'onion_services': [_svc(clients, key=2, previous_until='2999-01-01')],
+                         'onion_service_addresses': {'admin': ADDRESS},
+                         'onion_service_previous_addresses': {'admin': OLD_ADDRESS}, 'ansible_host': '10.0.0.1'},
+                'a': {}, 'b': {'onion_services': None}}
+    by_name = onion_clients(['web1', 'a', 'b'], backup_dir=str(tmp_path), host='a', hostvars=hostvars)
+    as_dicts = onion_clients({'web1': hostvars['web1']['onion_services'], 'a': [], 'b': []},
+                             backup_dir=str(tmp_path), host='a', inventory=['web1', 'a', 'b'],
+                             addresses={'web1': {'admin': ADDRESS}},
+                             previous_addresses={'web1': {'admin': OLD_ADDRESS}})
+    assert by_name == as_dicts and [e['address'] for e in by_name] == [ADDRESS + '.onion', OLD_ADDRESS + '.onion']
+    with pytest.raises(AnsibleFilterError, match='with hostvars, the input must be a list of inventory host names'):
+        onion_clients('web1', backup_dir=str(tmp_path), hostvars=hostvars)
