@@ -149,3 +149,11 @@ def check_frontend(resolved, hostvars, frontend):
                 here + ".onion" if here else "this frontend", here + ".onion" if here else "this frontend's address",
                 b["service"], b["host"]))
     return resolved
+
+
+def frontend_config(resolved, key_file):
+    """Onionbalance's config.yaml object (the frontend key file and each backend's address and name) and the
+    backends' addresses with .onion (the role's onionbalance_backend_addresses fact), from resolve()'s entries."""
+    return {"config": {"services": [{"key": str(key_file),
+                                     "instances": [{"address": e["address"], "name": e["name"]} for e in resolved]}]},
+            "addresses": [e["address"] + ".onion" for e in resolved]}

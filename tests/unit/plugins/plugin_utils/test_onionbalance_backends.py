@@ -87,3 +87,18 @@ def test_the_frontend_is_no_backend_and_every_backend_host_names_it():
     hostvars["web1"]["onion_services"][0]["onionbalance_frontend"] = front
     assert ob.check_frontend(resolved, hostvars, front + ".onion") == resolved
     assert ob.check_frontend(resolved, hostvars, "") == resolved      # not known yet: any frontend named will do
+
+
+def test_the_config_and_the_addresses_fact_from_the_resolved_backends():
+    """What the role's template writes (issue 41: was a dict2items/selectattr/items2dict chain in Jinja) and the
+    onionbalance_backend_addresses fact: each backend's address and name only, in order; a bad input is one message."""
+    from ansible.errors import AnsibleFilterError
+    from ansible_collections.onionlab.tor.plugins.filter.onionbalance_config import onionbalance_config
+    one, two = _address(), _address()
+    resolved = _ok([one, {"host": "web2", "address": two}])
+    out = onionbalance_config(resolved, key_file="/var/lib/onionbalance/key")
+    assert out == {"config": {"services": [{"key": "/var/lib/onionbalance/key", "instances": [
+        {"address": one, "name": "backend1"}, {"address": two, "name": "web2-None"}]}]},
+        "addresses": [one + ".onion", two + ".onion"]}
+    with pytest.raises(AnsibleFilterError, match="the input must be the list the onionbalance_backends filter"):
+        onionbalance_config([{"address": one}], key_file="/k")
