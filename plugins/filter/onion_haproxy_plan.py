@@ -15,7 +15,7 @@ author:
 description:
   - "Takes O(onionlab.tor.onion_haproxy#role:main:onion_haproxy_services) and returns one entry per service with every
     key filled in (the role-wide defaults for the limits), C(listen_bind) and C(backend_server) as HAProxy takes
-    them, C(tor) (what the onion_services entry must have: C(export_circuit_id), the C(max_streams) suggested,
+    them, C(listen_socket_dir) (the directory of a unix socket, which must exist; null for a TCP port), C(tor) (what the onion_services entry must have: C(export_circuit_id), the C(max_streams) suggested,
     C(target) the port target that reaches this frontend, and C(has) and C(note), what it has now) and
     C(summary) (what the role prints)."
   - "Fails with one message naming the service and the fix on a bad entry: an unknown key, a name that is not
@@ -205,6 +205,7 @@ def _socket_listener(where, entry, socket):
     if group and not (isinstance(group, str) and _GROUP.match(group)):
         _fail("%s: listen_socket_group must be a group name, got %r" % (where, group))
     listen = dict(listen_socket=socket, listen_socket_mode=mode, listen_socket_group=group or None,
+                  listen_socket_dir=socket.rstrip("/").rsplit("/", 1)[0] or "/",
                   listen_port=None, listen_address=None, listen_bind="unix@" + socket)
     target = {"address": "unix:" + socket, "port": None, "text": "unix:" + socket,
               "port_text": "{port: PORT, target_address: 'unix:%s'}" % socket}
@@ -224,8 +225,8 @@ def _tcp_listener(where, entry, port):
         _fail("%s: listen_address must be a loopback address without an IPv6 zone (tor on this host is "
               "HAProxy's only client), got %r" % (where, address))
     bind = "[%s]" % ip if ip.version == 6 else str(ip)
-    listen = dict(listen_socket=None, listen_socket_mode=None, listen_socket_group=None, listen_port=port,
-                  listen_address=str(ip), listen_bind="%s:%d" % (bind, port))
+    listen = dict(listen_socket=None, listen_socket_mode=None, listen_socket_group=None, listen_socket_dir=None,
+                  listen_port=port, listen_address=str(ip), listen_bind="%s:%d" % (bind, port))
     target = {"address": str(ip), "port": port, "text": "%s:%d" % (bind, port),
               "port_text": "{port: PORT, target_port: %d%s}" % (
                   port, "" if str(ip) == "127.0.0.1" else ", target_address: '%s'" % ip)}

@@ -335,6 +335,25 @@ def test_bad_config_never_replaces_the_working_one(site, bed, privnet):
     _say('an onion_services entry without export_circuit_id haproxy: refused by name, nothing changed')
 
 
+def test_an_edited_configuration_is_never_replaced(site, bed):
+    """A haproxy.cfg that is neither the role's (its marker on the first line) nor Debian's as packaged: refused by
+    name, the file untouched; with the role's own again (its marker back), the run passes."""
+    _ssh(bed, 'cp -p /etc/haproxy/haproxy.cfg /root/haproxy.cfg.role && sed -i 1d /etc/haproxy/haproxy.cfg')
+    edited = _ssh(bed, 'md5sum /etc/haproxy/haproxy.cfg')[1]
+    try:
+        refused = site.run('an edited file')
+        after = _ssh(bed, 'md5sum /etc/haproxy/haproxy.cfg')[1]
+    finally:
+        _ssh(bed, 'mv /root/haproxy.cfg.role /etc/haproxy/haproxy.cfg')
+    assert refused.rc != 0
+    assert "/etc/haproxy/haproxy.cfg on %s was not written by this role and is not Debian's packaged file" % HOST \
+        in refused.output, refused.output
+    assert after == edited and all(s['changed'] == 0 for s in refused.stats.values()), refused.output
+    again = site.run('the role\'s file again')
+    assert again.rc == 0 and all(s['changed'] == 0 for s in again.stats.values()), again.output
+    _say("an edited haproxy.cfg: refused by name, left as it was; the role's own file: changed=0")
+
+
 def test_change_reloads_never_restarts(site, bed, privnet):
     """A changed limit: the new file, HAProxy reloaded (the master keeps its PID, new workers), not restarted."""
     state = 'md5sum /etc/haproxy/haproxy.cfg; systemctl show -p MainPID -p NRestarts -p ExecMainStartTimestamp haproxy'

@@ -34,9 +34,11 @@ def test_own_limits_socket_and_ipv6_backend():
     [s] = _plan([{'name': 'a', 'listen_socket': '/run/onion-a.sock', 'backend': '[::1]:9000', 'rate_limit': 5,
                   'rate_period': 60, 'max_connections': 2, 'limit_action': 'close'}])
     assert s['listen_bind'] == 'unix@/run/onion-a.sock' and s['listen_socket_group'] == 'debian-tor'
+    assert s['listen_socket_dir'] == '/run'
     assert s['backend_server'] == '[::1]:9000' and s['limit_action'] == 'close' and not s['tor']['checked']
     [s] = _plan([{'name': 'b', 'listen_port': 8081, 'listen_address': '::1', 'backend': '/run/app.sock'}])
     assert s['listen_bind'] == '[::1]:8081' and s['backend_server'] == 'unix@/run/app.sock'
+    assert s['listen_socket_dir'] is None
 
 
 def test_tor_notes():
@@ -92,3 +94,23 @@ def test_check_can_be_off():
     [s] = _plan([{'name': 'web', 'onion_service': 'www', 'listen_port': 8081, 'backend': 'x:1'}],
                 check_onion_services=False)
     assert not s['tor']['checked'] and 'onion_haproxy_check_onion_services: false' in s['summary']['tor now']
+
+
+def test_who_wrote_the_configuration_file():
+    """The role's marker on the first line, Debian's conffile unchanged, or edited (the role refuses to replace it);
+    the role's Jinja chain over dpkg-query's lines before issue 41."""
+    import base64
+    from ansible.errors import AnsibleFilterError
+    from ansible_collections.onionlab.tor.plugins.filter.onion_haproxy_config_owner import onion_haproxy_config_owner
+
+    def owner(text, checksum='abc', lines=(' /etc/haproxy/haproxy.cfg abc', ' /etc/default/haproxy def')):
+        return onion_haproxy_config_owner(base64.b64encode(text.encode()).decode(), marker='MARK: managed',
+                                          path='/etc/haproxy/haproxy.cfg', checksum=checksum, conffiles=list(lines))
+    assert owner('# MARK: managed\nglobal\n') == 'role'
+    assert owner('global\n# MARK: managed\n') == 'debian'
+    assert owner('global\n', checksum='zzz') == 'edited'
+    assert owner('global\n', lines=[' /etc/haproxy/haproxy.cfg abc obsolete']) == 'debian'
+    assert owner('global\n', lines=[' /etc/haproxy/other.cfg abc']) == 'edited'
+    assert owner('global\n', lines=[]) == 'edited'
+    with pytest.raises(AnsibleFilterError, match="slurp's base64 content"):
+        onion_haproxy_config_owner('not base64!', marker='M', path='/p')
