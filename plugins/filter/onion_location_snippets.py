@@ -47,13 +47,24 @@ options:
     description: O(onionlab.tor.onion_location#role:main:onion_location_snippet_dir).
     type: str
     required: true
+  summary_file:
+    description:
+      - The summary file on the controller, read when O(summary) is not given (a file that does not exist is
+        V(null), no summary file).
+    type: path
   existing:
-    description: Path to content of every snippet in O(snippet_dir) that this role wrote (its first line).
-    type: dict
+    description:
+      - Path to content of every snippet in O(snippet_dir) that this role wrote (its first line), or the results of
+        C(ansible.builtin.slurp) over those files (C(source) and base64 C(content) each).
+    type: raw
   present:
-    description: Every C(.conf) file in O(snippet_dir).
+    description: Every C(.conf) file in O(snippet_dir) (paths, or the C(files) of C(ansible.builtin.find)).
     type: list
-    elements: str
+    elements: raw
+  nginx_installed:
+    description: Whether nginx is there; when not (check mode on a new host), the report says nothing would be written.
+    type: bool
+    default: true
   prune:
     description: Take the header out of the role's snippets that no site names.
     type: bool
@@ -74,13 +85,18 @@ EXAMPLES = r"""
 
 RETURN = r"""
 _value:
-  description: C(snippets) (a list of dicts, as above), C(warnings) (a list of strings) and C(report) (one line per
-    snippet, then the warnings).
+  description: C(snippets) (a list of dicts, as above), C(warnings) (a list of strings), C(report) (one line per
+    snippet, then the warnings) and C(before) (path to content of the role's snippets as they were).
   type: dict
 """
 
+import base64
+import binascii
+import os
 import posixpath
 import re
+
+import yaml
 
 try:
     from ansible.errors import AnsibleFilterError
@@ -165,8 +181,34 @@ def _header(service, entry):
     return value
 
 
+def _read_summary(path):
+    """The summary file's entries, None when there is no such file."""
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path) as handle:
+            return yaml.safe_load(handle)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        _fail("the summary file %s cannot be read: %s" % (path, str(exc).splitlines()[0][:200]))
+
+
+def _existing(existing):
+    """{path: text} of the role's snippets, from a dict as is or from slurp's results."""
+    if isinstance(existing, dict) or not existing:
+        return dict(existing or {})
+    out = {}
+    for item in existing:
+        if not isinstance(item, dict) or "source" not in item or "content" not in item:
+            _fail("existing must be path to content, or the results of slurp over the role's snippets")
+        try:
+            out[item["source"]] = base64.b64decode(str(item["content"])).decode("utf-8", "replace")
+        except (binascii.Error, ValueError):
+            _fail("the slurped snippet %s is not base64" % item["source"])
+    return out
+
+
 def snippets(sites, summary=None, host=None, snippet_dir=None, existing=None, present=None, prune=True,
-             check_mode=False):
+             check_mode=False, summary_file=None, nginx_installed=True):
     if sites is None:
         sites = []
     if not isinstance(sites, (list, tuple)):
@@ -175,12 +217,14 @@ def snippets(sites, summary=None, host=None, snippet_dir=None, existing=None, pr
             or posixpath.normpath(snippet_dir) != snippet_dir or "/../" in snippet_dir + "/"):
         _fail("onion_location_snippet_dir must be an absolute, normalized path such as /etc/nginx/snippets, not %r"
               % (snippet_dir,))
+    if summary is None and summary_file is not None:
+        summary = _read_summary(str(summary_file))
     missing = summary is None
     if not missing and not isinstance(summary, list):
         _fail("the summary file is not a list of the onion_service role's entries (onion_location_summary_file)")
     summary = [e for e in (summary or []) if isinstance(e, dict)]
-    existing = dict(existing or {})
-    present = set(present or []) | set(existing)
+    existing = _existing(existing)
+    present = set(p.get("path") if isinstance(p, dict) else p for p in present or []) | set(existing)
     owners = {}
     for path, text in existing.items():
         match = MARKER_RE.match(text or "")
@@ -234,7 +278,10 @@ def snippets(sites, summary=None, host=None, snippet_dir=None, existing=None, pr
                                 content=_content(old[0], old[1], None, "no site entry names this snippet")))
     report = ["%s: %s" % (s["path"], "Onion-Location " + s["header"] if s["header"] else "no header (%s)" % s["note"])
               for s in out]
-    return dict(snippets=out, warnings=warnings, report=report + warnings)
+    report += warnings
+    if not nginx_installed:
+        report.append("nginx is not installed yet (check mode): nothing would be written before it is")
+    return dict(snippets=out, warnings=warnings, report=report, before=existing)
 
 
 class FilterModule(object):

@@ -94,3 +94,30 @@ def test_stale_entry_warns():
 def test_one_refusal_per_bad_input(sites, summary, kw, message):
     with pytest.raises(AnsibleFilterError, match=message):
         _plan(sites, summary, **kw)
+
+
+def test_what_the_role_passes_as_ansible_gives_it(tmp_path):
+    """The role passes the summary file's path, slurp's results and find's files as Ansible returns them (issue 41:
+    no lookup/from_yaml, dict/zip/b64decode or map in the role): the same plan as from the decoded values, with
+    `before` (the snippets as they were, for the rescue) and the note when nginx is not there yet."""
+    import base64
+    import yaml
+    written = _plan([{"service": "web"}], [_entry()])["snippets"][0]["content"]
+    summary = tmp_path / "onion-services.yml"
+    summary.write_text(yaml.safe_dump([_entry(address=B)]))
+    slurped = [{"source": WEB, "content": base64.b64encode(written.encode()).decode(), "encoding": "base64"}]
+    found = [{"path": WEB, "mode": "0644"}, {"path": DIR + "/other.conf"}]
+    raw = snippets([{"service": "web"}], summary_file=str(summary), host="web1", snippet_dir=DIR,
+                   existing=slurped, present=found)
+    decoded = _plan([{"service": "web"}], [_entry(address=B)], existing={WEB: written},
+                    present=[WEB, DIR + "/other.conf"])
+    assert raw == decoded and raw["before"] == {WEB: written} and raw["snippets"][0]["header"] == "http://" + B
+    gone = snippets([{"service": "web"}], summary_file=str(tmp_path / "none.yml"), host="web1", snippet_dir=DIR,
+                    check_mode=True, nginx_installed=False)
+    assert gone["snippets"] == [] and gone["report"][-1] == (
+        "nginx is not installed yet (check mode): nothing would be written before it is")
+    summary.write_text("- [unclosed\n")
+    with pytest.raises(AnsibleFilterError, match="the summary file %s cannot be read" % summary):
+        snippets([{"service": "web"}], summary_file=str(summary), host="web1", snippet_dir=DIR)
+    with pytest.raises(AnsibleFilterError, match="existing must be path to content, or the results of slurp"):
+        snippets([], host="web1", snippet_dir=DIR, existing=["x"])
