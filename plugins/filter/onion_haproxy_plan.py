@@ -16,8 +16,9 @@ description:
   - "Takes O(onionlab.tor.onion_haproxy#role:main:onion_haproxy_services) and returns one entry per service with every
     key filled in (the role-wide defaults for the limits), C(listen_bind) and C(backend_server) as HAProxy takes
     them, C(listen_socket_dir) (the directory of a unix socket, which must exist; null for a TCP port), C(tor)
-    (what the onion_services entry must have: C(export_circuit_id), the C(max_streams) suggested, C(target) the port target that reaches this frontend, and C(has) and C(note), what it has now) and
-    C(summary) (what the role prints)."
+    (what the onion_services entry must have: C(export_circuit_id), the C(max_streams) suggested, C(target) the
+    port target that reaches this frontend, and C(has) and C(note), what it has now) and C(summary) (what the role
+    prints)."
   - "Fails with one message naming the service and the fix on a bad entry: an unknown key, a name that is not
     1-32 letters, digits, C(_) or C(-), two services with one name or one listen port, neither or both of
     C(listen_port) and C(listen_socket), a port outside 1-65535, a listen address that is not a loopback address,
