@@ -393,20 +393,10 @@ def _files(module, sid, key, name):
     if ignored:
         module.warn(_IGNORED % (directory, ", ".join(ignored)))
     own_file = os.path.join(directory, ca.file_name(sid))
-    current = next((c for c in creds if c.path == own_file), None)
-    mine = [c for c in creds if c.service_id == sid]
-
+    current, mine, write, strays = ca.plan_files(sid, key, present, creds, own_file)
     make_dir = present and not exists
     fix_dir = _fix(directory, 0o700, owner) if present and exists else None
-    write = fix_file = None
-    if present:
-        strays = [c.path for c in mine if c.path != own_file]
-        if current is None or not current.same_key(key):
-            write = own_file
-        else:
-            fix_file = _fix(own_file, 0o600, owner)
-    else:
-        strays = [c.path for c in mine]
+    fix_file = _fix(own_file, 0o600, owner) if present and not write else None
     changed = bool(make_dir or fix_dir or write or fix_file or strays)
 
     wanted = ca.Credential(sid, key, None, [ca.PERMANENT], path=own_file) if present else None

@@ -322,6 +322,20 @@ def plan_control(service_id, private_key, client_name, present, permanent, curre
     return add, remove_first, strays, bool(add or remove_first or strays)
 
 
+def plan_files(service_id, private_key, present, creds, own_file):
+    """What tor_onion_client_auth does in a ClientOnionAuthDir (auth_dir, tor not asked), as data: (current, mine,
+    write, strays). creds: the credentials read from the directory's files; own_file: service_id's file there.
+    current: the credential of own_file (None: no such file); mine: every credential of service_id; write: own_file
+    is (re)written (missing, or another key; else only its mode and owner are checked); strays: the other files of
+    service_id to delete (all of them when absent)."""
+    current = next((c for c in creds if c.path == own_file), None)
+    mine = [c for c in creds if c.service_id == service_id]
+    if not present:
+        return current, mine, False, [c.path for c in mine]
+    write = current is None or not current.same_key(private_key)
+    return current, mine, write, [c.path for c in mine if c.path != own_file]
+
+
 def auth_dir(ctl):
     """tor's ClientOnionAuthDir, or None when unset."""
     values = ctl.get_conf_map("ClientOnionAuthDir").get("ClientOnionAuthDir") or []

@@ -358,3 +358,21 @@ def _cred(key=_KEY, name=None, permanent=False, path=None):
 ])
 def test_plan_control(present, permanent, current, mine, expected):
     assert ca.plan_control(_SID, _KEY, None, present, permanent, current, _OWN, mine) == expected
+
+
+# -- the files plan (plan_files): tor_onion_client_auth's decisions in a ClientOnionAuthDir, as data ----------------
+_STRAY = "/var/lib/tor/onion_auth/old.auth_private"
+
+
+@pytest.mark.parametrize("present, creds, expected", [
+    (True, [], (None, [], True, [])),                                                     # no file: write it
+    (True, [_cred(path=_OWN)], ("own", ["own"], False, [])),                               # the same key: keep it
+    (True, [_cred(_OTHER, path=_OWN)], ("own", ["own"], True, [])),                        # another key: rewrite
+    (True, [_cred(path=_OWN), _cred(path=_STRAY)], ("own", ["own", "stray"], False, [_STRAY])),
+    (False, [_cred(path=_OWN), _cred(path=_STRAY)], ("own", ["own", "stray"], False, [_OWN, _STRAY])),
+    (False, [ca.Credential("c" * 56, _KEY, path="/x/c.auth_private")], (None, [], False, [])),  # another service's
+])
+def test_plan_files(present, creds, expected):
+    current, mine, write, strays = ca.plan_files(_SID, _KEY, present, creds, _OWN)
+    names = {_OWN: "own", _STRAY: "stray"}
+    assert (names[current.path] if current else None, [names[c.path] for c in mine], write, strays) == expected
