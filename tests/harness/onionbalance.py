@@ -350,24 +350,26 @@ def live_intro_keys(backends, net=None):
 
 
 def client_fetch(net, addresses, timeout=20.0):
-    """The private network's client fetches each address's descriptor anew (HSFETCH, after its cache is dropped by
-    the caller or by none held): {address: intro auth keys} of those it held within timeout (a missing address: no
-    descriptor came)."""
-    from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
-    sids = {a: a.replace('.onion', '') for a in addresses}
-    with connect(port=net.client.control_port, cookie_path=net.client.cookie_path) as ctl:
-        for sid in sids.values():
-            ctl.request('HSFETCH', [sid])
-    got, t0 = {}, time.monotonic()
-    while len(got) < len(sids) and time.monotonic() - t0 < timeout:
-        for a, sid in sids.items():
-            if a not in got:
-                text = _descriptor(net.client.control_port, net.client.cookie_path, 'hs/client/desc/id/' + sid)
-                if text:
-                    got[a] = intro_keys(text, a if a.endswith('.onion') else a + '.onion')
-        if len(got) < len(sids):
-            time.sleep(0.5)
-    return got
+    """The private network's client fetches each address's descriptor anew (HSFETCH): {address: intro auth keys} of
+    the descriptors tor received (its HS_DESC_CONTENT events; a missing address: none came within timeout, which
+    only bounds tor's own fetch attempts)."""
+    from .reach import Watch
+    sids = {a.replace('.onion', ''): a for a in addresses}     # service id -> the address as the caller gave it
+    watch = Watch(net.client, ['HS_DESC', 'HS_DESC_CONTENT'])
+    try:
+        for sid in sids:
+            watch.ctl.request('HSFETCH', [sid])
+        got, t0 = {}, time.monotonic()
+        while len(got) < len(sids) and time.monotonic() - t0 < timeout:
+            watch.poll()
+            for _seconds, words, text in watch.contents:
+                if len(words) > 1 and words[1] in sids and sids[words[1]] not in got and text.strip():
+                    got[sids[words[1]]] = intro_keys(text, words[1] + '.onion')
+            if len(got) < len(sids):
+                time.sleep(0.2)
+        return got
+    finally:
+        watch.close()
 
 
 def until_live_descriptor(net, address, backends, deadline, every=5.0, front=None, enough='all'):
