@@ -62,7 +62,7 @@ options:
   previous_addresses:
     description:
       - Server to its C(onion_service_previous_addresses) (service name to the address of the key generation
-        before, as set in this run): where a credential of a rotated service is removed.
+        before, as set in this run), where a credential of a rotated service is removed.
     type: dict
   hostvars:
     description:

@@ -31,8 +31,8 @@ description:
   - Fails with one message naming the host and service on a malformed C(onionprobe_checks) entry (an unknown key,
     a service the host does not have, a port the service does not have, a protocol other than V(http) or
     V(https), a path not starting with C(/), a status that is not 100-599).
-  - With O(extra_endpoints), those endpoints are added to C(endpoints) (an entry of the same name replaces the
-    inventory's) and named in C(report), which is C({probed, not probed}): what the role prints.
+  - "With O(extra_endpoints), those endpoints are added to C(endpoints) (an entry of the same name replaces the
+    inventory's) and named in C(report), which is C({probed, not probed}): what the role prints."
 options:
   _input:
     description:
