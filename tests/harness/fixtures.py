@@ -32,6 +32,7 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import uuid
 
 import pytest
@@ -223,9 +224,10 @@ def socks5_connect(socks_port, host, port, timeout=30.0, socks_host='127.0.0.1',
         raise
 
 
-def socks5_http_get(socks_port, host, port=80, path='/', timeout=30.0, username=None):
-    """(status, body) of an HTTP/1.0 GET through the proxy (username: a SOCKS isolation of its own)."""
-    sock = socks5_connect(socks_port, host, port, timeout, username=username)
+def socks5_http_get(socks_port, host, port=80, path='/', timeout=30.0, username=None, opened=None):
+    """(status, body) of an HTTP/1.0 GET through the proxy (username: a SOCKS isolation of its own; opened: as
+    socks5_connect's)."""
+    sock = socks5_connect(socks_port, host, port, timeout, username=username, opened=opened)
     with sock:
         sock.sendall(('GET %s HTTP/1.0\r\nHost: %s\r\nConnection: close\r\n\r\n' % (path, host)).encode())
         data = b''
@@ -239,6 +241,65 @@ def socks5_http_get(socks_port, host, port=80, path='/', timeout=30.0, username=
     if not m:
         raise SocksError('no HTTP reply: %r' % head[:100])
     return int(m.group(1)), body.decode('utf-8', 'replace')
+
+
+# The service's tor gives a rendezvous up (src/feature/hs/hs_circuit.c): its client, which got the introduction's
+# ack, then waits on its rendezvous circuit until SocksTimeout (120 s) and answers 0x06 (TTL expired). That log line
+# is the event a request through a client waits on besides tor's own SOCKS answer.
+REND_GAVE_UP = re.compile(r'Attempt to build a rendezvous circuit to .* has failed with \d+ attempts')
+
+
+def log_size(path):
+    try:
+        return os.path.getsize(path)
+    except (OSError, TypeError):
+        return 0
+
+
+def log_since(path, mark, keep=60):
+    """The last keep lines of a tor log written after mark."""
+    try:
+        with open(path, errors='replace') as f:
+            f.seek(mark)
+            lines = f.read().splitlines()
+    except (OSError, TypeError) as exc:
+        return '  (%s)' % exc
+    return '\n'.join('  ' + line for line in lines[-keep:]) or '  (nothing)'
+
+
+def unless_rend_given_up(request, service_log, name='request'):
+    """(result, error, gave_up) of request(opened) run in a thread (opened: called with each socket it opens). When
+    the service's tor logs meanwhile that it gave a rendezvous up (REND_GAVE_UP in service_log, its [rend] info
+    log), the request's sockets are closed, which ends it at once: gave_up is that line and result None. Without
+    service_log the request simply runs to its own answer."""
+    mark, box, opened = log_size(service_log), {}, []
+
+    def run():
+        try:
+            box['result'] = request(opened.append)
+        except Exception as exc:  # noqa: BLE001 - handed to the caller
+            box['error'] = exc
+
+    worker = threading.Thread(target=run, name='unless_rend_given_up-' + name, daemon=True)
+    worker.start()
+    gave_up = None
+    while worker.is_alive():
+        worker.join(0.5)
+        if worker.is_alive() and gave_up is None and service_log:
+            gave_up = REND_GAVE_UP.search(log_since(service_log, mark, keep=100000))
+            if gave_up:
+                for sock in opened:
+                    try:
+                        sock.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+                    sock.close()
+    if gave_up:
+        result = box.get('result')
+        if hasattr(result, 'close'):
+            result.close()
+        return None, None, gave_up.group(0)[:200]
+    return box.get('result'), box.get('error'), None
 
 
 # ---------------------------------------------------------------------------

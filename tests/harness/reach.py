@@ -31,7 +31,7 @@ import time
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion as _onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion_health as _health
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
-from harness.fixtures import SocksError, _say, socks5_http_get
+from harness.fixtures import SocksError, _say, socks5_http_get, unless_rend_given_up
 
 HS_PURPOSES = ('HS_CLIENT_HSDIR', 'HS_CLIENT_INTRO', 'HS_CLIENT_REND', 'HS_SERVICE_HSDIR', 'HS_SERVICE_INTRO',
                'HS_SERVICE_REND', 'HS_VANGUARDS')
@@ -308,9 +308,9 @@ class Reach:
                     # on again by the next attempt (the client's CIRC events in the report show it)
                     if self.service is not None:
                         self.service.poll()     # its events stamped when they come, not when a report reads them
-                    status, body = socks5_http_get(socks_port or side.tor.socks_port, address, port, path,
-                                                   timeout=max(5.0, min(30.0, deadline - (time.monotonic() - t0))),
-                                                   username='reach-%d-%d' % (id(self) % 10000, len(errors)))
+                    status, body = self._attempt(socks_port or side.tor.socks_port, address, port, path,
+                                                 max(5.0, min(30.0, deadline - (time.monotonic() - t0))),
+                                                 'reach-%d-%d' % (id(self) % 10000, len(errors)))
                     if status == expect:
                         took = time.monotonic() - t0
                         gate = self.gates[-1]
@@ -333,6 +333,19 @@ class Reach:
                 time.sleep(interval)
         raise AssertionError('the client\'s time period changed 3 times while fetching %s: %s\n%s'
                              % (address, '; '.join(errors[-8:]), self.report(address, side)))
+
+    def _attempt(self, socks_port, address, port, path, timeout, isolation):
+        """(status, body) of one GET on circuits of its own, given up at once when the service's tor logs that it gave
+        the rendezvous up (its client would wait on it to the attempt's timeout): a SocksError saying so."""
+        log = getattr(self.service.tor, 'rend_logfile', None) if self.service is not None else None
+        answer, error, gave_up = unless_rend_given_up(
+            lambda opened: socks5_http_get(socks_port, address, port, path, timeout=timeout, username=isolation,
+                                           opened=opened), log, isolation)
+        if gave_up:
+            raise SocksError('the service gave the rendezvous up: %s' % gave_up)
+        if error is not None:
+            raise error
+        return answer
 
     def received(self, address, client=None):
         """The last descriptor of address an HSDir served the client (its HS_DESC_CONTENT): the one its fetch used.

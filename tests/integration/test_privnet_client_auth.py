@@ -12,11 +12,9 @@ import pwd
 import re
 import shutil
 import signal
-import socket
 import stat
 import sys
 import tempfile
-import threading
 import time
 
 import pytest
@@ -28,7 +26,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import co
 from harness import privnet as pn
 from harness import procs
 from harness.ansible_run import run_playbook
-from harness.fixtures import SocksError, socks5_connect
+from harness.fixtures import SocksError, log_since, log_size, socks5_connect, unless_rend_given_up
 from harness.reach import Reach
 from harness.tap import ControlTap
 
@@ -50,11 +48,9 @@ def socks_connect(socks_port, host, username=None, timeout=30.0, opened=None):
 
 # tor answers every SOCKS request within its SocksTimeout (120 s by default): a stream, or a reply code saying why
 # not (ExtendedErrors: 0xf2 introduction failed, 0xf3 rendezvous failed, ...); a stream is waited for until tor's
-# own answer, not a deadline of the test's (a 30 s one timed out at a clean-clone run with no word of why)
+# own answer or the service's tor giving the rendezvous up (harness.fixtures.REND_GAVE_UP), not a deadline of the
+# test's (a 30 s one timed out at a clean-clone run with no word of why)
 TOR_SOCKS_TIMEOUT = 120.0
-# ... except when the service's tor says it gave the rendezvous up (src/feature/hs/hs_circuit.c): its client, which
-# got the introduction's ack, then waits on its rendezvous circuit until SocksTimeout and answers 0x06 (TTL expired)
-REND_GAVE_UP = re.compile(r'Attempt to build a rendezvous circuit to .* has failed with \d+ attempts')
 
 
 def open_stream(socks_port, address, username, client, service, attempts=3):
@@ -63,7 +59,7 @@ def open_stream(socks_port, address, username, client, service, attempts=3):
     fail in the same second, under load), the request is given up at that event and made again on circuits of
     their own, up to attempts times: tor's client would wait 120 s for a rendezvous that never comes. On failure the
     onion-service lines ([rend] at info) the client tor and the service's tor logged meanwhile."""
-    marks = [_log_size(client.rend_logfile), _log_size(service.rend_logfile)]
+    marks = [log_size(client.rend_logfile), log_size(service.rend_logfile)]
     t0, why = time.monotonic(), []
     for attempt in range(1, attempts + 1):
         isolation = username if attempt == 1 else '%s-%d' % (username, attempt)
@@ -74,58 +70,18 @@ def open_stream(socks_port, address, username, client, service, attempts=3):
         if 'gave the rendezvous up' not in reason:
             break
     raise AssertionError('no stream to %s (%s)\nthe client tor logged:\n%s\nthe service\'s tor logged:\n%s' % (
-        address, '; '.join(why), _log_since(client.rend_logfile, marks[0]), _log_since(service.rend_logfile, marks[1])))
+        address, '; '.join(why), log_since(client.rend_logfile, marks[0]), log_since(service.rend_logfile, marks[1])))
 
 
 def _stream_unless_rend_given_up(socks_port, address, isolation, service):
     """(socket, None), or (None, why): tor's SOCKS answer, or the service's log saying it gave the rendezvous up
     (the request is then closed, which ends its thread)."""
-    mark, box, opened = _log_size(service.rend_logfile), {}, []
-
-    def request():
-        try:
-            box['sock'] = socks_connect(socks_port, address, username=isolation, timeout=TOR_SOCKS_TIMEOUT + 10,
-                                        opened=opened.append)
-        except OSError as exc:
-            box['error'] = exc
-
-    worker = threading.Thread(target=request, name='open_stream-' + isolation)
-    worker.start()
-    gave_up = None
-    while worker.is_alive():
-        worker.join(0.5)
-        if worker.is_alive() and gave_up is None:
-            gave_up = REND_GAVE_UP.search(_log_since(service.rend_logfile, mark, keep=100000))
-            if gave_up:
-                for sock in opened:
-                    try:
-                        sock.shutdown(socket.SHUT_RDWR)
-                    except OSError:
-                        pass
-                    sock.close()
+    sock, error, gave_up = unless_rend_given_up(
+        lambda opened: socks_connect(socks_port, address, username=isolation, timeout=TOR_SOCKS_TIMEOUT + 10,
+                                     opened=opened), service.rend_logfile, 'open_stream-' + isolation)
     if gave_up:
-        if 'sock' in box:
-            box['sock'].close()
-        return None, 'the service gave the rendezvous up: %s' % gave_up.group(0)[:200]
-    return box.get('sock'), str(box.get('error'))
-
-
-def _log_size(path):
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
-
-
-def _log_since(path, mark, keep=60):
-    """The last keep lines of a tor log written after mark."""
-    try:
-        with open(path, errors='replace') as f:
-            f.seek(mark)
-            lines = f.read().splitlines()
-    except OSError as exc:
-        return '  (%s)' % exc
-    return '\n'.join('  ' + line for line in lines[-keep:]) or '  (nothing)'
+        return None, 'the service gave the rendezvous up: %s' % gave_up
+    return sock, str(error)
 
 
 def http_request(sock, host):
