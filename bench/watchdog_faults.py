@@ -210,6 +210,9 @@ class Campaign(object):
                          "detect": round(unhealthy[0], 1) if unhealthy else None,
                          "actions": [(t, _field(line, "action"), _field(line, "layer") or _field(line, "tor"))
                                      for t, line in dog if _field(line, "action") not in (None, "none")],
+                         # the decision's words (a line's evidence is long; its result says why this step)
+                         "results": [(t, _field(line, "action"), (_field(line, "result") or "")[:300])
+                                     for t, line in dog if "silent" not in line],
                          "lines": [(t, line[:400]) for t, line in dog if "silent" not in line],
                          "uploads": [round(t, 1) for t, what, f in events
                                      if what == "uploaded" and f["service"] == name],
@@ -501,6 +504,8 @@ def _print_row(row):
                  r["uploads"][:6], r["why"]), flush=True)
         for t, line in r["lines"][:8]:
             print("     %6.1f %s" % (t, line[:300]), flush=True)
+        for t, action, result in r["results"][:8]:
+            print("     %6.1f action=%s result=%s" % (t, action, result), flush=True)
 
 
 if __name__ == "__main__":
