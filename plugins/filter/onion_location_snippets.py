@@ -96,13 +96,13 @@ import os
 import posixpath
 import re
 
-import yaml
-
 try:
     from ansible.errors import AnsibleFilterError
 except ImportError:  # pragma: no cover (plain Python in unit tests)
     class AnsibleFilterError(Exception):
         pass
+
+from ansible.module_utils.common.yaml import yaml_load
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.plugin_utils.onion_services import NAME_RE   # a service's name
@@ -187,9 +187,9 @@ def _read_summary(path):
         return None
     try:
         with open(path) as handle:
-            return yaml.safe_load(handle)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        _fail("the summary file %s cannot be read: %s" % (path, str(exc).splitlines()[0][:200]))
+            return yaml_load(handle)
+    except Exception as exc:  # noqa: BLE001 - OSError, or PyYAML's YAMLError (PyYAML comes with ansible-core)
+        _fail("the summary file %s cannot be read: %s" % (path, (str(exc).splitlines() or [""])[0][:200]))
 
 
 def _existing(existing):

@@ -16,6 +16,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 from harness.data import CONSENSUS_DIR  # noqa: E402
+from harness.ports import free_port  # noqa: E402
 from harness.tor_instance import TorInstance  # noqa: E402
 
 
@@ -29,8 +30,11 @@ def main(collections, bin_dir):
                ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_NOCOLOR="1",
                PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""))
     consensus = CONSENSUS_DIR / "2022-11-19-cached-microdesc-consensus"
-    with TorInstance(base / "tor") as tor:
-        extra = {"tor_control_port": tor.control_port, "work_dir": str(base), "consensus_file": str(consensus)}
+    metrics_port = free_port()
+    with TorInstance(base / "tor", extra=["MetricsPort 127.0.0.1:%d" % metrics_port,
+                                          "MetricsPortPolicy accept 127.0.0.1"]) as tor:
+        extra = {"tor_control_port": tor.control_port, "work_dir": str(base), "consensus_file": str(consensus),
+                 "tor_metrics_port": metrics_port}
         proc = subprocess.run([playbook, "-i", "localhost,", "-c", "local", "-v", str(HERE / "all_modules.yml"),
                                "-e", json.dumps(extra)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               universal_newlines=True)
