@@ -30,9 +30,8 @@ def main(collections, bin_dir):
                ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_NOCOLOR="1",
                PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""))
     consensus = CONSENSUS_DIR / "2022-11-19-cached-microdesc-consensus"
-    metrics_port = free_port()
-    with TorInstance(base / "tor", extra=["MetricsPort 127.0.0.1:%d" % metrics_port,
-                                          "MetricsPortPolicy accept 127.0.0.1"]) as tor:
+    metrics_port = free_port()      # nothing listens there: this tor has DisableNetwork 1, which opens no MetricsPort
+    with TorInstance(base / "tor") as tor:
         extra = {"tor_control_port": tor.control_port, "work_dir": str(base), "consensus_file": str(consensus),
                  "tor_metrics_port": metrics_port}
         proc = subprocess.run([playbook, "-i", "localhost,", "-c", "local", "-v", str(HERE / "all_modules.yml"),
