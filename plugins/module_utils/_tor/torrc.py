@@ -119,18 +119,38 @@ def is_secret(key):
     return _resolve(key.lstrip('/'), _SECRETS) is not None
 
 
-def _template_lines(options, config_lines):
-    """(label, line) per line as the role's torrc.j2 writes tor_options and tor_config_lines: a list value once per
-    item (a dict's keys: Jinja iterates them), booleans as 1 and 0."""
+def option_lines(options):
+    """tor_options as the role's torrc.j2 writes them (filter tor_option_lines): one (label, line) per line, sorted by
+    name without regard to case; a list value once per item (a dict's keys), booleans as 1 and 0, null as nothing
+    (as Ansible writes it), any other value as its text. label: the name in lower case."""
     out = []
     for key, value in sorted((options or {}).items(), key=lambda kv: str(kv[0]).lower()):
         items = [value] if isinstance(value, (str, bytes)) or not (
             hasattr(value, '__len__') and hasattr(value, '__getitem__')) else list(value)
         for item in items:
-            text = ('1' if item else '0') if isinstance(item, bool) else str(item)
+            text = ('1' if item else '0') if isinstance(item, bool) else '' if item is None else str(item)
             out.append((str(key).lower(), '%s %s' % (key, text)))
-    out += [(str(raw).strip().lower(), str(raw)) for raw in (config_lines or [])]
     return out
+
+
+def control_lines(control_port, control_socket, cookie_authentication, packaged_socket):
+    """The torrc's control lines (torrc.j2, filter tor_control_lines): a ControlPort on 127.0.0.1 when
+    tor_control_port is set, a ControlSocket unless it is the packaged tor's own (packaged_socket: client.DEFAULT_SOCKET,
+    given by the filter, so that the tor_setup module carries no control client; Debian's defaults torrc has it), and
+    CookieAuthentication 1 or 0 as role_bool reads tor_cookie_authentication (0 for a value it does not
+    read: the tor_setup action refuses that value, naming it)."""
+    lines = []
+    if control_port:
+        lines.append('ControlPort 127.0.0.1:%s' % control_port)
+    if control_socket and control_socket != packaged_socket:
+        lines.append('ControlSocket %s GroupWritable RelaxDirModeCheck' % control_socket)
+    lines.append('CookieAuthentication %d' % (1 if role_bool(cookie_authentication) else 0))
+    return lines
+
+
+def _template_lines(options, config_lines):
+    """(label, line) per line of tor_options (option_lines) and tor_config_lines as torrc.j2 writes them."""
+    return option_lines(options) + [(str(raw).strip().lower(), str(raw)) for raw in (config_lines or [])]
 
 
 def role_bool(value):
