@@ -26,16 +26,16 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # the tests that reach a service through a client tor (harness.reach), by where CI runs them
 FILES = [
-    'tests/integration/test_privnet.py',
-    'tests/integration/test_privnet_dos.py',
-    'tests/integration/test_privnet_client_auth.py',
-    'tests/integration/test_privnet_service_rotation.py',
-    'tests/integration/test_tor_onion_probe.py',
-    'tests/integration/test_hosts.py',
-    'tests/integration/test_metrics_privnet.py',
-    'tests/integration/test_metrics_bed.py',
-    'tests/integration/test_privnet_onionbalance.py',
-    'tests/integration/test_role_onion_vanguards.py',
+    'tests/integration/privnet/test_privnet.py',
+    'tests/integration/privnet/test_privnet_dos.py',
+    'tests/integration/privnet/test_privnet_client_auth.py',
+    'tests/integration/privnet/test_privnet_service_rotation.py',
+    'tests/integration/modules/test_tor_onion_probe.py',
+    'tests/integration/beds/test_hosts.py',
+    'tests/integration/privnet/test_metrics_privnet.py',
+    'tests/integration/beds/test_metrics_bed.py',
+    'tests/integration/privnet/test_privnet_onionbalance.py',
+    'tests/integration/roles/test_role_onion_vanguards.py',
 ]
 SCENARIOS = ['default']     # molecule: verify fetches every service through the network's client
 

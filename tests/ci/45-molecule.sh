@@ -3,7 +3,7 @@
 # systemd-nspawn bed (tests/harness/hosts.py) joined to the private Tor network
 # (tests/harness/privnet.py). Each scenario's create and destroy are the delegated driver's shared
 # playbooks (molecule/shared) over that harness. Onionbalance on several hosts is proved by the docs run
-# (guide_onionbalance on four stock hosts) and tests/integration/test_privnet_onionbalance.py (failover,
+# (guide_onionbalance on four stock hosts) and tests/integration/privnet/test_privnet_onionbalance.py (failover,
 # a frontend rebuilt from the escrow); the molecule scenario balanced did the same a third time (removed).
 set -euo pipefail
 cd "$ONIONLAB_ROOT"

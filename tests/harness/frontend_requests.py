@@ -2,7 +2,7 @@
 """Requests to an Onionbalance frontend address through privnet.py's client tor (JSON on stdout).
 
 Used by ./run demo; the logic is harness.onionbalance's
-(Frontend, until_steady, until_seen), shared with tests/integration/test_privnet_onionbalance.py.
+(Frontend, until_steady, until_seen), shared with tests/integration/privnet/test_privnet_onionbalance.py.
 A fresh circuit per request (a SOCKS username of its own), so the client picks an introduction
 point of the frontend descriptor anew each time; a page names its backend ("host H ..." or
 "backend NAME").

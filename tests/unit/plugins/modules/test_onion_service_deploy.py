@@ -6,7 +6,7 @@ control port). Issue 42: a key restored on a rebuilt host gives the escrowed add
 before it is sent; a swapped, truncated or linked escrowed key is a refusal that names the service and the host
 and leaves the host untouched (no directory, no key, no change of tor's services or of the drop-in).
 
-The same restore against a real tor through ansible-playbook: tests/integration/test_role_onion_service.py
+The same restore against a real tor through ansible-playbook: tests/integration/roles/test_role_onion_service.py
 (test_vault_key_escrow_restore_prune)."""
 
 import copy

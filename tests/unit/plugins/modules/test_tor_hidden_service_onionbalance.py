@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """tor_hidden_service's onionbalance_frontend: each refusal (one fail_json, nothing sent or
 written), against the fake control port; what tor does with the files is
-tests/integration/test_tor_hidden_service_onionbalance.py, against a real tor."""
+tests/integration/modules/test_tor_hidden_service_onionbalance.py, against a real tor."""
 
 import os
 

@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """plugin_utils/adopt.py: what tor runs made into the onion_service role's entries exactly as it runs them, each
 refusal before anything is written, vanity keys verified (issue 40, 2). The whole adoption over ssh on a bed host:
-tests/integration/test_adopt_bed.py."""
+tests/integration/beds/test_adopt_bed.py."""
 
 import hashlib
 import os

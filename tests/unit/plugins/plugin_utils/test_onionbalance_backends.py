@@ -1,7 +1,7 @@
 # Copyright (c) 2026, onionlab.tor contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The onionbalance role's backends resolved and checked in Python (plugin_utils/onionbalance_backends.py, issue 41),
-each message as the role's Jinja gave it. Through the role: tests/integration/test_privnet_onionbalance.py."""
+each message as the role's Jinja gave it. Through the role: tests/integration/privnet/test_privnet_onionbalance.py."""
 
 import os
 

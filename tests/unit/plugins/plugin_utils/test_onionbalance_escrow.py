@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The onionbalance role's frontend key in the escrow (plugins/action/onionbalance_escrow.py, issue 40): sealed with
 the run's vault password, read back opened, an older plaintext key sealed by the next read, never written over
-another key, no message with a key. Through the role over ssh at -vvv: tests/integration/test_privnet_onionbalance.py."""
+another key, no message with a key. Through the role over ssh at -vvv: tests/integration/privnet/test_privnet_onionbalance.py."""
 
 import base64
 import stat

@@ -1,7 +1,7 @@
 # Copyright (c) 2026, onionlab.tor contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """hsdir_ring.py and onion.blinded_public_key: time periods, SRVs, indexes and tor's walk of the ring, by hand and
-against Stem (scalar multiplication); tor itself is the oracle in tests/integration/test_onion_health.py."""
+against Stem (scalar multiplication); tor itself is the oracle in tests/integration/modules/test_onion_health.py."""
 
 import base64
 import hashlib

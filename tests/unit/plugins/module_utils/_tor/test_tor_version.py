@@ -3,7 +3,7 @@
 """_tor/tor_version.py: the tor role's tor_version (issue 39, versions as code): the values it takes, the apt pin,
 the versions read from dpkg/rpm, tor --version and the running tor's /proc/PID/exe, and the new version's tor
 reading the torrc before it is installed. Commands are scripted here (argv -> reply); the real ones run on bed
-hosts in tests/integration/test_role_tor_version.py."""
+hosts in tests/integration/roles/test_role_tor_version.py."""
 
 import os
 

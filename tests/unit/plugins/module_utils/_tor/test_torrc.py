@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The tor role's torrc decisions (plugins/module_utils/_tor/torrc.py, used by the tor_setup action
 and module): the non-anonymous guard, what a new torrc drops, the messages, secrets hidden. The same
-decisions against a real tor: tests/integration/test_role_tor_guards.py, test_stock_role_tor.py."""
+decisions against a real tor: tests/integration/roles/test_role_tor_guards.py, test_stock_role_tor.py."""
 
 import json
 import os

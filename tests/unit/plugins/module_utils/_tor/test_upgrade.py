@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """_tor/upgrade.py: one host's upgrade (issue 39): every path through its steps with a scripted host (``Host``:
 the package installed, the running tor, the verdicts the health check would give, in order) and a fake clock. The
-real steps run on bed hosts joined to the private network in tests/integration/test_upgrade_rollout.py."""
+real steps run on bed hosts joined to the private network in tests/integration/beds/test_upgrade_rollout.py."""
 
 import pytest
 

@@ -23,7 +23,7 @@ import yaml
 
 from harness.ansible_run import _python, _tool
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "docs" / "examples" / "ee"
 VERSION = yaml.safe_load((REPO / "galaxy.yml").read_text())["version"]
 TARBALL = "onionlab-tor-%s.tar.gz" % VERSION

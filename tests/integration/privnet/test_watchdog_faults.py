@@ -24,7 +24,7 @@ from harness.fixtures import _say
 
 pytestmark = pytest.mark.timeout(900)
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 INTERVAL = 15
 
 

@@ -405,7 +405,7 @@ def test_internal_variable_list_names_every_variable_the_role_sets():
     """tasks/checks.yml fails on onion_servi* names that are neither options nor in vars/main.yml's list
     of the role's own names: every fact, register, loop and task variable of the tasks must be listed."""
     import re
-    role = __import__("pathlib").Path(__file__).resolve().parents[2] / "roles" / "onion_service"
+    role = __import__("pathlib").Path(__file__).resolve().parents[3] / "roles" / "onion_service"
     listed = set(yaml.safe_load((role / "vars" / "main.yml").read_text())["onion_service_internal_variables"])
     listed |= set(yaml.safe_load((role / "vars" / "main.yml").read_text()))
     options = set(yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())

@@ -9,7 +9,7 @@ onionprobe_install=false and onionprobe_manage_service=false: only Onionprobe's 
   says why; launch_tor is false;
 - a second run changes nothing, check mode after it neither; a service removed from the inventory leaves the
   configuration; a bad onionprobe_checks entry and a bad option are refused with one message each.
-The same role on a real monitoring host of the private network: tests/integration/test_onionprobe_bed.py.
+The same role on a real monitoring host of the private network: tests/integration/beds/test_onionprobe_bed.py.
 """
 
 import json

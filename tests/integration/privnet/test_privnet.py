@@ -25,7 +25,8 @@ from harness.ansible_run import run_playbook
 from harness.fixtures import socks5_http_get
 from harness.reach import Reach
 
-HARNESS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'harness', 'privnet_cli.py')
+HARNESS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'harness',
+                       'privnet_cli.py')
 FETCH_DEADLINE = float(os.environ.get('ONIONLAB_FETCH_DEADLINE', '60'))
 
 

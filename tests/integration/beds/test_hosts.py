@@ -183,7 +183,7 @@ def test_cleanup_finds_leftovers_by_state_file(tmp_path):
     if os.geteuid() != 0:
         pytest.skip('needs root')
     d = str(tmp_path / 'bed')
-    tests = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    tests = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     owner = subprocess.Popen(
         [sys.executable, '-c', 'import sys, time; sys.path.insert(0, %r); from harness import hosts; '
          'bed = hosts.HostBed(n=1, base_dir=%r); bed.up(); print("up", flush=True); time.sleep(600)'

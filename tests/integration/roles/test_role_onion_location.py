@@ -34,7 +34,7 @@ from harness.ansible_run import run_playbook
 
 pytestmark = pytest.mark.timeout(1200)
 SNIPPET = "/etc/nginx/snippets/onion-location-web.conf"
-GUIDE = Path(__file__).resolve().parents[2] / "docs" / "docsite" / "rst" / "guide_onion_location.rst"
+GUIDE = Path(__file__).resolve().parents[3] / "docs" / "docsite" / "rst" / "guide_onion_location.rst"
 
 
 def _say(msg):

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-HOSTS_PY = os.path.join(os.path.dirname(__file__), "..", "harness", "hosts.py")
+HOSTS_PY = os.path.join(os.path.dirname(__file__), "..", "..", "harness", "hosts.py")
 BIN = os.path.dirname(sys.executable)
 
 

@@ -24,7 +24,8 @@ from harness.ansible_run import run_playbook
 from harness.reach import Reach, bed_tor
 from harness.ports import free_ports
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# shared with the private network's metrics test, in the room beside this one
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'privnet'))
 from test_metrics_privnet import ROLE_VARS, STABLE, direct, flatten, isolated_fetch  # noqa: E402
 
 FETCH_DEADLINE = float(os.environ.get('ONIONLAB_FETCH_DEADLINE', '60'))

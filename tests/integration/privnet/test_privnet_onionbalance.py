@@ -387,7 +387,7 @@ def test_role_rebuilds_frontend_from_escrow(balanced, tmp_path):
 
 
 # -- issue 26 A2, A4, A10: the frontend key over ssh, on a Debian host of its own ---------------------------------
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 OPERATOR = 'onionlab-ob'
 CORES = {'2.17': REPO / '.build' / 'venv-2.17' / 'bin', '2.19': REPO / '.venv' / 'bin',
          '2.21': REPO / '.build' / 'venv-2.21' / 'bin'}
