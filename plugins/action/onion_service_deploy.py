@@ -79,12 +79,18 @@ def service_dir_problem(value):
     return None
 
 
+def role_options(path=ROLE_SPEC):
+    """The role's variables: the options of its argument spec (name to its spec)."""
+    with open(path) as handle:
+        return yaml_load(handle)["argument_specs"]["main"]["options"]
+
+
 def task_argument_spec(path=ROLE_SPEC):
     """The task's arguments: the role's variables (the options of its argument spec, without the prefix;
     onion_services is services, onion_service_dir service_dir) with their type and default, and
-    known_variables (from the role's vars)."""
-    with open(path) as handle:
-        options = yaml_load(handle)["argument_specs"]["main"]["options"]
+    known_variables (the names the role sets itself, its vars' onion_service_internal_variables: with the argument
+    spec's options, the onion_servi* names that are not a typo; empty: no such check)."""
+    options = role_options(path)
     spec = dict(known_variables=dict(type="list", elements="str", default=[]))
     for name, option in options.items():
         short = SHORT.get(name, name[len(PREFIX):])
@@ -96,6 +102,7 @@ def task_argument_spec(path=ROLE_SPEC):
 
 
 TASK_SPEC = task_argument_spec()
+ROLE_VARIABLES = sorted(role_options())
 
 
 class ActionModule(ActionBase):
@@ -249,7 +256,7 @@ class ActionModule(ActionBase):
     def _check(self, args, host, task_vars):
         """The play's variables and the host's name, before anything is read (a _Fail naming the fix)."""
         unknown = unknown_variables(
-            [name for name in task_vars if name.startswith("onion_servi")], args["known_variables"]) \
+            [name for name in task_vars if name.startswith("onion_servi")], ROLE_VARIABLES + args["known_variables"]) \
             if args["known_variables"] else []
         if unknown:
             raise _Fail("%s: unknown variable(s) %s. The role reads only the variables of its argument spec "

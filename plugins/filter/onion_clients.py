@@ -24,6 +24,9 @@ description:
     C(escrow) (the private key's file on the controller,
     C(<backup_dir>/<server>/<service>/clients/<client>.<key>.x25519)) and C(needs_key) (present and without
     C(public_key), so that its private key comes from the vault or the escrow).
+  - With O(host), each credential also has C(client_name) (the name tor gets with the key, null for a removal) and
+    C(label) (its id, address and state, as the P(onionlab.tor.onion_client#role) role prints it); its key comes
+    from the lookup P(onionlab.tor.onion_client_key#lookup) given the credential.
   - With O(private_keys), returns instead what each service's C(authorized_clients) must be, a dict of service name
     to a list of C({name, public_key}) of its present clients (the public key given, or derived from the private
     key of O(private_keys)).
@@ -39,9 +42,16 @@ options:
     type: dict
     required: true
   backup_dir:
-    description: The controller's escrow directory (the role's C(onion_service_backup_dir)).
-    type: path
+    description:
+      - The controller's escrow directory (the role's C(onion_service_backup_dir)).
+      - Or a list of them, the first that is set (not null or empty) used, as the
+        P(onionlab.tor.onion_client#role) role passes C(onion_client_backup_dir) and C(onion_service_backup_dir);
+        none set, C(<playbook_dir>/onion-keys) (O(playbook_dir)).
+    type: raw
     required: true
+  playbook_dir:
+    description: The play's C(playbook_dir), for the escrow directory when O(backup_dir) sets none.
+    type: path
   inventory:
     description: The inventory's host names (C(groups['all'])); when given, every name in C(hosts) must be one.
     type: list
@@ -107,6 +117,14 @@ EXAMPLES = r"""
     msg: >-
       {{ groups['all'] | onionlab.tor.onion_clients(hostvars=hostvars, host=inventory_hostname,
                                                      backup_dir=playbook_dir ~ '/onion-keys') }}
+# -> [{..., id: web1/admin/alice, address: ....onion, client_name: alice, label: web1/admin/alice ....onion (present)}]
+
+- name: The same, the escrow being the first directory set, else the onion_service role's default
+  ansible.builtin.debug:
+    msg: >-
+      {{ groups['all'] | onionlab.tor.onion_clients(hostvars=hostvars, host=inventory_hostname,
+                                                     backup_dir=[onion_client_backup_dir, onion_service_backup_dir],
+                                                     playbook_dir=playbook_dir) }}
 """
 
 RETURN = r"""
@@ -126,8 +144,10 @@ def _read(hosts, hostvars, name, default):
 
 
 def onion_clients(services_by_server, backup_dir=None, inventory=None, private_keys=None, host=None,
-                  addresses=None, previous_addresses=None, pending=False, hostvars=None):
-    """The filter's face of plugin_utils/onion_services.clients (with hostvars: the input is the host names)."""
+                  addresses=None, previous_addresses=None, pending=False, hostvars=None, playbook_dir=None):
+    """The filter's face of plugin_utils/onion_services.clients (with hostvars: the input is the host names; backup_dir
+    may be a list, the first set one used: onion_services.escrow_dir)."""
+    backup_dir = model.escrow_dir(backup_dir, playbook_dir)
     if hostvars is not None:
         if isinstance(services_by_server, str) or not isinstance(services_by_server, (list, tuple)):
             raise AnsibleFilterError("onion_clients: with hostvars, the input must be a list of inventory host "

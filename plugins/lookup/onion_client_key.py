@@ -31,13 +31,25 @@ description:
   - The public half, for the service's C(authorized_clients), is P(onionlab.tor.x25519_public_key#filter).
   - The P(onionlab.tor.onion_service#role) and P(onionlab.tor.onion_client#role) roles keep client keys as
     C(<onion_service_backup_dir>/<server>/<service>/clients/<client>.<key>.x25519).
+  - A term may also be a credential of a client host, an entry of the P(onionlab.tor.onion_clients#filter) filter
+    with its option C(host) - its key is then the one of O(vault_keys) under its C(id), else the one of its
+    C(escrow) file (made there when missing), and a credential to remove (C(state=absent)) has none (no file read or
+    made; the lookup gives an empty list, V(omit) with C(default(omit, true))). The
+    P(onionlab.tor.onion_client#role) role gives each credential's key so.
 options:
   _terms:
     description:
       - The key files. An absolute path, or one relative to the playbook's directory (C(~) is expanded).
+      - Or credentials of the P(onionlab.tor.onion_clients#filter) filter (dicts with C(id), C(state), C(escrow)).
     type: list
-    elements: path
+    elements: raw
     required: true
+  vault_keys:
+    description:
+      - For credentials only - client keys from a vault, C(<server>/<service>/<client>) to the x25519 private key; a
+        dict, or a list of them merged in order, a later one winning (the P(onionlab.tor.onion_client#role) role's
+        C(onion_service_client_keys), then C(onion_client_keys)).
+    type: raw
   vault_id:
     description:
       - The vault id to encrypt new key files with, one of the run's; empty for the run's first vault secret
@@ -62,6 +74,16 @@ EXAMPLES = r"""
     client_name: alice
   no_log: true
 
+- name: Each credential of this host's tor, its key from the vault or the escrow (none for a removal)
+  onionlab.tor.tor_onion_client_auth:
+    address: "{{ item.address }}"
+    state: "{{ item.state }}"
+    client_name: "{{ item.client_name | default(omit, true) }}"
+    private_key: "{{ lookup('onionlab.tor.onion_client_key', item, vault_keys=vault_client_keys) | default(omit, true) }}"
+  loop: "{{ groups['all'] | onionlab.tor.onion_clients(hostvars=hostvars, host=inventory_hostname,
+                                                        backup_dir=playbook_dir ~ '/onion-keys') }}"
+  no_log: true
+
 - name: The public half, for the service
   ansible.builtin.set_fact:
     alice_public: "{{ lookup('onionlab.tor.onion_client_key', 'onion-keys/web1/admin/clients/alice.1.x25519')
@@ -71,18 +93,21 @@ EXAMPLES = r"""
 
 RETURN = r"""
 _raw:
-  description: One x25519 private key per file, 52 base32 characters (upper case).
+  description: One x25519 private key per file, 52 base32 characters (upper case); per credential, its key (none
+    for a credential to remove).
   type: list
   elements: str
 """
 
 import os
+from collections.abc import Mapping
 
 from ansible.errors import AnsibleLookupError
 from ansible.module_utils.common.text.converters import to_native
 from ansible.plugins.lookup import LookupBase
 
 from ansible_collections.onionlab.tor.plugins.plugin_utils import escrow
+from ansible_collections.onionlab.tor.plugins.plugin_utils.onion_services import OnionServicesError, credential_key
 
 
 def read_key(path, vault=escrow.NO_VAULT):
@@ -109,19 +134,37 @@ class LookupModule(LookupBase):
             vault_id = self.get_option("vault_id")
         except KeyError:   # made without its documentation (not through the plugin loader: unit tests)
             vault_id = kwargs.get("vault_id")
+        try:
+            vault_keys = self.get_option("vault_keys")
+        except KeyError:
+            vault_keys = kwargs.get("vault_keys")
         vault = escrow.Vault(getattr(self._loader, "_vault", None), vault_id)
         keys = []
         for term in terms:
-            if not isinstance(term, str) or not term.strip():
-                raise AnsibleLookupError("onion_client_key: each term must be a non-empty path, not %s"
-                                         % type(term).__name__)
-            if "\n" in term or "\x00" in term:
-                raise AnsibleLookupError("onion_client_key: a path must not contain a line break or a NUL byte")
-            path = os.path.expanduser(to_native(term))
-            if not os.path.isabs(path):
-                path = os.path.join(self._loader.get_basedir(), path)
-            path = os.path.normpath(path)
-            if os.path.isdir(path):
-                raise AnsibleLookupError("onion_client_key: %s is a directory, not a key file" % path)
-            keys.append(get_or_create(path, vault))
+            if isinstance(term, Mapping):   # a credential of the onion_clients filter (host=)
+                try:
+                    source, found = credential_key(dict(term), vault_keys)
+                except OnionServicesError as exc:
+                    raise AnsibleLookupError(to_native(exc))
+                if source == "vault":
+                    keys.append(found)
+                elif source == "escrow":
+                    keys.append(get_or_create(self._key_path(found), vault))
+                continue
+            keys.append(get_or_create(self._key_path(term), vault))
         return keys
+
+    def _key_path(self, term):
+        """A key file's path: absolute, or relative to the playbook's directory (~ expanded); checked."""
+        if not isinstance(term, str) or not term.strip():
+            raise AnsibleLookupError("onion_client_key: each term must be a non-empty path, not %s"
+                                     % type(term).__name__)
+        if "\n" in term or "\x00" in term:
+            raise AnsibleLookupError("onion_client_key: a path must not contain a line break or a NUL byte")
+        path = os.path.expanduser(to_native(term))
+        if not os.path.isabs(path):
+            path = os.path.join(self._loader.get_basedir(), path)
+        path = os.path.normpath(path)
+        if os.path.isdir(path):
+            raise AnsibleLookupError("onion_client_key: %s is a directory, not a key file" % path)
+        return path

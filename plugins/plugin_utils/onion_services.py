@@ -7,7 +7,9 @@ type (OnionServicesError, its message never holding a key):
 * generations(): each service's key generations that tor serves (service key rotation: the current one,
   and the previous one while its overlap lasts);
 * clients(): ``onion_services[].clients`` checked and flattened (a service's authorized_clients, or a
-  client host's credentials, one per address served), their keys' files in the escrow;
+  client host's credentials, one per address served), their keys' files in the escrow; escrow_dir(), the escrow
+  the onion_client role uses; credential_key(), where a client host's credential's key comes from (the vault, the
+  escrow, or none for a removal);
 * authorized_clients(): ``authorized_clients`` entries without a public key, whose keys the escrow holds;
 * unknown_variables(): play variables that look like the role's but are not.
 
@@ -276,6 +278,10 @@ def _per_generation(entry, backup_dir, addresses, previous, pending=False):
         out.append(_with_address(old, backup_dir, {old["server"]: {old["service"]: address}}, directory))
     for item in out:
         item.pop("generations", None)
+        # what the onion_client role gives tor_onion_client_auth and prints of the credential (no key)
+        item["client_name"] = item["name"] if item["state"] == "present" else None
+        item["label"] = "%s %s (%s)" % (item["id"], item["address"] or "address not known yet: the service is made "
+                                        "by the real run on %s" % item["server"], item["state"])
     return out
 
 
@@ -344,6 +350,41 @@ def clients(services_by_server, backup_dir=None, inventory=None, private_keys=No
             public_key = _public_of(private_keys[entry["id"]], where)
         authorized.setdefault(entry["service"], []).append({"name": entry["name"], "public_key": public_key})
     return authorized
+
+
+def escrow_dir(backup_dir, playbook_dir=None):
+    """The controller's escrow directory: backup_dir, or of a list of them (the onion_client role's
+    onion_client_backup_dir, then onion_service_backup_dir) the first that is set (not null or empty); none set:
+    <playbook_dir>/onion-keys (the onion_service role's default); None when there is no playbook_dir either."""
+    for candidate in backup_dir if isinstance(backup_dir, (list, tuple)) else [backup_dir]:
+        if candidate is not None and candidate != "":
+            return candidate
+    return None if playbook_dir in (None, "") else "%s/onion-keys" % playbook_dir
+
+
+def credential_key(credential, vault_keys=None):
+    """Where a client host's credential (an entry of clients(host=...)) gets its private key: ("none", None) for a
+    removal (state absent: no key read or made), ("vault", key) when its id is in vault_keys (a dict of client id
+    to private key, or a list of them merged in order, a later one winning), else ("escrow", its escrow file)."""
+    if not isinstance(credential, dict) or not isinstance(credential.get("id"), str) \
+            or credential.get("state") not in ("present", "absent"):
+        raise OnionServicesError("onion_client_key: a credential must be an entry of the onion_clients filter (with "
+                                 "host): a dict with id, state and escrow")
+    if credential["state"] != "present":
+        return "none", None
+    merged = {}
+    for keys in vault_keys if isinstance(vault_keys, (list, tuple)) else [vault_keys]:
+        if keys is None:
+            continue
+        if not isinstance(keys, dict):
+            raise OnionServicesError("onion_client_key: vault_keys must be a dict of client id to private key, or a "
+                                     "list of them")
+        merged.update(keys)
+    if credential["id"] in merged:
+        return "vault", merged[credential["id"]]
+    if not isinstance(credential.get("escrow"), str) or not credential["escrow"]:
+        raise OnionServicesError("onion_client_key: %s: the credential has no escrow file" % credential["id"])
+    return "escrow", credential["escrow"]
 
 
 # -- authorized_clients entries without a public key ----------------------------------------------------------

@@ -4,13 +4,16 @@
 """The prometheus role's own variables, checked (issue 41: roles declare, Python decides): the listen addresses and
 flags of Prometheus and Alertmanager, the durations written into prometheus.yml, the rule file and alertmanager.yml,
 and the Alertmanager receiver; and Alertmanager's configuration from them. Every wrong variable is named in one
-message. The filters prometheus_settings and alertmanager_config are its faces; the filter config_values checks, before
-this, that each value stays one word of the services' flags files; the scrape targets are prometheus_targets.py's.
+message; what the role writes from them that is not written as given (the Alertmanagers Prometheus sends alerts to,
+the services' flags, the directories, alertmanager.yml's group, the alert rules' numbers) is decided here too (plan).
+The filters prometheus_settings and alertmanager_config are its faces; the filter config_values checks, before this,
+that each value stays one word of the services' flags files; the scrape targets are prometheus_targets.py's.
 
 This is a private plugin_utils file of onionlab.tor; its API may change at any time."""
 
 from __future__ import annotations
 
+import posixpath
 import re
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.torrc import role_bool
@@ -32,7 +35,12 @@ LISTENERS = ("prometheus_listen_address", "prometheus_alertmanager_listen_addres
 OWN_FLAGS = {"prometheus_extra_args": re.compile(r"^--(config\.file|web\.listen-address)\Z"),
              "prometheus_alertmanager_extra_args": re.compile(r"^--(config\.file|web\.listen-address|cluster\..*)\Z")}
 RECEIVERS = ("none", "webhook", "email")
-BOOLEANS = ("prometheus_alertmanager_send_resolved", "prometheus_alertmanager_email_require_tls")
+BOOLEANS = ("prometheus_alertmanager_send_resolved", "prometheus_alertmanager_email_require_tls",
+            "prometheus_manage_service")
+# whole numbers the rule file writes (seconds)
+WHOLE_NUMBERS = ("prometheus_alert_certificate_expiry_days", "prometheus_alert_watchdog_stale_seconds")
+# the files whose directory the role makes (Alertmanager's with a receiver only)
+FILES = ("prometheus_rules_file", "prometheus_config_file", "prometheus_alertmanager_config_file")
 _DURATION_RE = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+\Z")
 # ADDRESS:PORT as Prometheus, Alertmanager and a proxy URL take it (a bracketed IPv6, an IPv4 or a host name); the
 # port is group 4. prometheus_targets.py builds the SOCKS5 proxy URL's pattern from it.
@@ -82,6 +90,22 @@ def _flag_problems(v):
     return out
 
 
+def _targets_problems(v):
+    """prometheus_alertmanager_targets: null (the role decides) or a list of host:port."""
+    value = v.get("prometheus_alertmanager_targets")
+    if value is None or (isinstance(value, list) and all(isinstance(t, str) and _LISTEN_RE.match(t) for t in value)):
+        return []
+    return ["prometheus_alertmanager_targets must be null (this host's Alertmanager when it has a receiver) or a list "
+            "of host:port, got %s" % _shown(value)]
+
+
+def _whole(value):
+    """value as a whole number of 0 or more (an int, or a string of digits as inventories write), or None."""
+    if isinstance(value, str) and re.match(r"^\s*[0-9]{1,12}\s*\Z", value):
+        value = int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
 def _receiver_problems(v):
     receiver = v.get("prometheus_alertmanager_receiver")
     if receiver not in RECEIVERS:
@@ -105,10 +129,46 @@ def check(role_vars):
         wrong.append("these variables must each be a Prometheus duration (15s, 1h30m): %s" % ", ".join(bad))
     wrong += ["%s must be true or false, got %s" % (name, _shown(role_vars.get(name))) for name in BOOLEANS
               if role_bool(role_vars.get(name)) is None]
-    wrong += _receiver_problems(role_vars)
+    wrong += ["%s must be a whole number of 0 or more, got %s" % (name, _shown(role_vars.get(name)))
+              for name in WHOLE_NUMBERS if _whole(role_vars.get(name)) is None]
+    wrong += ["%s must be a path, got %s" % (name, _shown(role_vars.get(name))) for name in FILES
+              if not isinstance(role_vars.get(name), str) or not role_vars[name]]
+    wrong += _receiver_problems(role_vars) + _targets_problems(role_vars)
     if wrong:
         raise SettingsError("; ".join(wrong))
     return role_vars
+
+
+def plan(role_vars):
+    """What the role writes from its variables (checked first), not as given: alertmanager_targets (the Alertmanagers
+    Prometheus sends alerts to: prometheus_alertmanager_targets, or when null this host's Alertmanager when it has a
+    receiver, else none), prometheus_args and alertmanager_args (ARGS= of the services' flags files), config_dirs (the
+    directories of the files the role writes, each once), alertmanager_config_group (alertmanager.yml's group: the
+    service's, prometheus, when the role runs it; else None, the file's group kept), certificate_expiry_seconds and
+    watchdog_stale_seconds (the alert rules' thresholds). No secret: the SMTP password is not in it."""
+    check(role_vars)
+    v = role_vars
+    receiver = v["prometheus_alertmanager_receiver"] != "none"
+    targets = v.get("prometheus_alertmanager_targets")
+    if targets is None:
+        targets = [v["prometheus_alertmanager_listen_address"]] if receiver else []
+    config_dirs = []
+    for name in FILES if receiver else FILES[:2]:
+        directory = posixpath.dirname(v[name])
+        if directory not in config_dirs:
+            config_dirs.append(directory)
+    prometheus_args = ["--config.file=" + v["prometheus_config_file"],
+                       "--web.listen-address=" + v["prometheus_listen_address"]] + v["prometheus_extra_args"]
+    alertmanager_args = ["--config.file=" + v["prometheus_alertmanager_config_file"],
+                         "--web.listen-address=" + v["prometheus_alertmanager_listen_address"],
+                         "--cluster.listen-address="] + v["prometheus_alertmanager_extra_args"]
+    return {"alertmanager_targets": list(targets),
+            "prometheus_args": " ".join(prometheus_args),
+            "alertmanager_args": " ".join(alertmanager_args),
+            "config_dirs": config_dirs,
+            "alertmanager_config_group": "prometheus" if role_bool(v["prometheus_manage_service"]) else None,
+            "certificate_expiry_seconds": _whole(v["prometheus_alert_certificate_expiry_days"]) * 86400,
+            "watchdog_stale_seconds": _whole(v["prometheus_alert_watchdog_stale_seconds"])}
 
 
 def alertmanager_config(role_vars):

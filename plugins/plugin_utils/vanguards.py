@@ -2,14 +2,18 @@
 # Copyright (c) 2026, onionlab.tor contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The onion_vanguards role's variables, checked (issue 41: roles declare, Python decides): what the addon's
-configuration and unit are written from, every wrong variable named in one message. The filter vanguards_settings is
-its face; the filter config_values checks, before this, that each value stays one value of its file.
+configuration and unit are written from, every wrong variable named in one message; and what the templates write
+that is not a variable as given (plan: the unit's StateDirectory= and the addon's arguments, the control lines, the
+extra settings' lines). The filter vanguards_settings is its face; the filter config_values checks, before this, that
+each value stays one value of its file.
 
 This is a private plugin_utils file of onionlab.tor; its API may change at any time."""
 
 from __future__ import annotations
 
 import re
+
+from ansible_collections.onionlab.tor.plugins.module_utils._tor.torrc import role_bool
 
 # the addon's sections the role lets onion_vanguards_extra_config add to, and the keys the role writes itself there
 EXTRA_SECTIONS = ("Vanguards", "Bandguards", "Rendguard")
@@ -21,6 +25,8 @@ _VERSION_RE = re.compile(r"^[0-9]+(\.[0-9]+)*\Z")
 _KEY_RE = re.compile(r"^[a-z0-9_]{1,60}\Z")
 _VALUE_BAD_RE = re.compile(r"[\r\n\[\]]")
 _PREFIX = "onion_vanguards_"
+# systemd's StateDirectory= is relative to this
+_STATE_ROOT = "/var/lib/"
 
 
 class SettingsError(ValueError):
@@ -88,6 +94,11 @@ def check(role_vars):
             refuse("control_ip", "an IP address", v.get("control_ip"))
     elif not isinstance(socket_path, str) or not re.match(r"^/\S*\Z", socket_path):
         refuse("control_socket", "an absolute path without blanks", socket_path)
+    for name in ("state_dir", "config_file"):
+        if name in v and (not isinstance(v[name], str) or not v[name].startswith("/")):
+            refuse(name, "an absolute path", v[name])
+    if "bandguards" in v and role_bool(v["bandguards"]) is None:
+        refuse("bandguards", "true or false", v["bandguards"])
     if not isinstance(v.get("venv"), str) or not v["venv"].startswith("/"):
         refuse("venv", "an absolute path", v.get("venv"))
     for name in ("version", "stem_version"):
@@ -105,3 +116,35 @@ def check(role_vars):
     if wrong:
         raise SettingsError("; ".join(wrong))
     return role_vars
+
+
+def _control_lines(v):
+    """The [Global] lines of tor's control port (with its address, the socket emptied) or of its socket."""
+    port = v.get("control_port")
+    if port in (None, ""):
+        return ["control_socket = %s" % v["control_socket"]]
+    return ["control_ip = %s" % v["control_ip"], "control_port = %d" % _whole(port, 1), "control_socket ="]
+
+
+def plan(role_vars):
+    """What the addon's configuration and unit write that is not a variable as given (role_vars checked first, as
+    check() does; with state_dir, config_file and bandguards): state_directory (StateDirectory=, state_dir below
+    /var/lib/), exec_args (the addon's arguments: its configuration file, --disable_bandguards without bandguards),
+    control_lines ([Global]'s lines of tor's control port or socket) and extra_lines (section to its
+    'key = value' lines of extra_config, sorted by key; every section of EXTRA_SECTIONS, [] when it adds none)."""
+    check(role_vars)
+    missing = [_PREFIX + name for name in ("state_dir", "config_file", "bandguards") if name not in role_vars]
+    if missing:
+        raise SettingsError("the role's variables lack %s" % ", ".join(missing))
+    v = role_vars
+    state_dir = v["state_dir"]
+    extra = v["extra_config"]
+    return {
+        "state_directory": state_dir[len(_STATE_ROOT):] if state_dir.startswith(_STATE_ROOT) else state_dir,
+        "exec_args": "--config %s%s" % (v["config_file"], "" if role_bool(v["bandguards"]) else " --disable_bandguards"),
+        "control_lines": _control_lines(v),
+        "extra_lines": dict((section, ["%s = %s" % (key, value)
+                                       for key, value in sorted((extra.get(section) or {}).items(),
+                                                                key=lambda item: item[0].lower())])
+                            for section in EXTRA_SECTIONS),
+    }

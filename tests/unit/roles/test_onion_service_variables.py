@@ -58,3 +58,25 @@ def test_the_module_options_are_the_host_request_and_each_is_read_on_the_host():
     # a role variable that only the controller reads is no option of the module
     controller_only = set(action.TASK_SPEC) - set(deploy.argument_spec())
     assert not controller_only & set(documented), controller_only & set(documented)
+
+
+def test_the_typo_check_knows_the_argument_spec_and_the_role_own_names():
+    """Issue 41: the role passes only its own names (vars/main.yml's onion_service_internal_variables); the action
+    plugin adds its argument spec's options itself (no lookup/from_yaml in the role). A misspelt variable is named with
+    the right one; every option and every name the role sets is known."""
+    internal = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())["onion_service_internal_variables"]
+    assert _deploy_args()["known_variables"] == "{{ onion_service_internal_variables }}"
+    assert action.ROLE_VARIABLES == sorted(OPTIONS)
+    act = object.__new__(action.ActionModule)
+    args = {"known_variables": internal, "backup_dir": "/srv/escrow", "service_dir": "/var/lib/tor/onion"}
+    everything = dict((name, None) for name in list(OPTIONS) + internal)
+    act._check(args, "web1", dict(everything, inventory_hostname="web1"))   # nothing unknown: no _Fail
+    for typo, meant in (("onion_servics", "onion_services"), ("onion_service_backupdir", "onion_service_backup_dir")):
+        try:
+            act._check(args, "web1", dict(everything, **{typo: []}))
+        except action._Fail as exc:
+            assert "unknown variable(s) %s (did you mean %s?)" % (typo, meant) in exc.msg, exc.msg
+        else:
+            raise AssertionError("%s was not refused" % typo)
+    # outside the role (no known_variables given): no such check
+    act._check(dict(args, known_variables=[]), "web1", {"onion_servics": []})

@@ -68,6 +68,7 @@ def run_checks(cases):
 
 
 def rendered(variables):
+    variables = dict(variables, **ROLE_VARS)   # the flags come from the filter prometheus_settings (_prometheus_plan)
     text = render([{"template": PROMETHEUS_DEFAULT, "vars": variables},
                    {"template": ALERTMANAGER_DEFAULT, "vars": variables}])
     return [t["text"] for t in text]
@@ -105,11 +106,17 @@ def test_defaults_listen_on_loopback_only():
 
 
 def test_prometheus_sends_alerts_to_the_address_alertmanager_listens_on():
-    base = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
-    got = render([{"data": "{{ prometheus_alertmanager_targets }}", "vars": dict(base, **extra)} for extra in (
-        {}, {"prometheus_alertmanager_receiver": "webhook"},
-        {"prometheus_alertmanager_receiver": "webhook", "prometheus_alertmanager_listen_address": "[::1]:19093"})])
-    assert [g["value"] for g in got] == [[], ["127.0.0.1:9093"], ["[::1]:19093"]]
+    """prometheus_alertmanager_targets null (the default): this host's Alertmanager when it has a receiver, decided
+    by the filter prometheus_settings (_prometheus_plan); a list given is taken as it is."""
+    base = dict(yaml.safe_load((ROLE / "defaults" / "main.yml").read_text()), **ROLE_VARS)
+    webhook = {"prometheus_alertmanager_receiver": "webhook",
+               "prometheus_alertmanager_webhook_url": "https://hooks.example.org/alert"}
+    got = render([{"data": "{{ _prometheus_plan.alertmanager_targets }}", "vars": dict(base, **extra)} for extra in (
+        {}, webhook, dict(webhook, prometheus_alertmanager_listen_address="[::1]:19093"),
+        dict(webhook, prometheus_alertmanager_targets=[]),
+        {"prometheus_alertmanager_targets": ["10.0.0.5:9093"]})])
+    assert [g.get("value", g.get("error")) for g in got] == [
+        [], ["127.0.0.1:9093"], ["[::1]:19093"], [], ["10.0.0.5:9093"]]
 
 
 @pytest.mark.parametrize("address", ["0.0.0.0:9090", "[::]:9090", "[::1]:19090", "10.0.0.9:9090", "localhost:9090",

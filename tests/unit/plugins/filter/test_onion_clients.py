@@ -193,3 +193,36 @@ def test_hosts_by_name_from_hostvars_as_the_role_passes_them(tmp_path):
     assert by_name == as_dicts and [e['address'] for e in by_name] == [ADDRESS + '.onion', OLD_ADDRESS + '.onion']
     with pytest.raises(AnsibleFilterError, match='with hostvars, the input must be a list of inventory host names'):
         onion_clients('web1', backup_dir=str(tmp_path), hostvars=hostvars)
+
+
+def test_host_mode_client_name_and_label_as_the_role_gives_and_prints_them(tmp_path):
+    """Issue 41: the onion_client role passes item.client_name (null for a removal: omitted) and prints item.label,
+    no Jinja of its own; no key in either."""
+    services = {'web1': [_svc([{'name': 'alice', 'hosts': ['a']}, {'name': 'bob', 'hosts': ['a'], 'state': 'absent'}])]}
+    alice, bob = onion_clients(services, backup_dir=str(tmp_path), host='a', addresses={'web1': {'admin': ADDRESS}})
+    assert (alice['client_name'], bob['client_name']) == ('alice', None)
+    assert alice['label'] == 'web1/admin/alice %s.onion (present)' % ADDRESS
+    assert bob['label'] == 'web1/admin/bob %s.onion (absent)' % ADDRESS
+    (pending,) = onion_clients({'web1': [_svc([{'name': 'alice', 'hosts': ['a']}])]},
+                               backup_dir=str(tmp_path), host='a', addresses={}, pending=True)
+    assert pending['label'] == ('web1/admin/alice address not known yet: the service is made by the real run on web1 '
+                                '(present)')
+
+
+@pytest.mark.parametrize('backup_dir, playbook_dir, escrow', [
+    (['/srv/client-keys', '/srv/keys'], '/play', '/srv/client-keys'),   # onion_client_backup_dir
+    ([None, '/srv/keys'], '/play', '/srv/keys'),                         # else onion_service_backup_dir
+    (['', None], '/play', '/play/onion-keys'),                           # else the onion_service role's default
+    ('/srv/keys', None, '/srv/keys'),                                    # one directory, as before
+])
+def test_the_escrow_is_the_first_directory_set(tmp_path, backup_dir, playbook_dir, escrow):
+    """The onion_client role passes [onion_client_backup_dir, onion_service_backup_dir] and playbook_dir."""
+    services = {'web1': [_svc([{'name': 'alice', 'hosts': ['a']}])]}
+    (entry,) = onion_clients(services, backup_dir=backup_dir, playbook_dir=playbook_dir, host='a',
+                             addresses={'web1': {'admin': ADDRESS}})
+    assert entry['escrow'] == escrow + '/web1/admin/clients/alice.1.x25519'
+
+
+def test_no_escrow_directory_at_all_is_refused():
+    with pytest.raises(AnsibleFilterError, match='backup_dir'):
+        onion_clients({}, backup_dir=[None, None])

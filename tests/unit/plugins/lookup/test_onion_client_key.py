@@ -127,3 +127,46 @@ def test_two_processes_agree_on_one_key(tmp_path):
     for i, key in enumerate(outs[0]):
         assert (tmp_path / 'race' / ('k%d' % i)).read_text().strip() == key
     assert sorted(os.listdir(str(tmp_path / 'race'))) == sorted('k%d' % i for i in range(40))
+
+
+# -- a credential of the onion_clients filter (the onion_client role's one lookup per credential) --------------------
+def _credential(tmp_path, state='present', id='web1/admin/alice'):
+    return {'id': id, 'state': state, 'escrow': str(tmp_path / 'web1' / 'admin' / 'clients' / 'alice.1.x25519'),
+            'address': 'x.onion', 'name': 'alice'}
+
+
+def _lookup_credential(credential, **options):
+    return ock.LookupModule(loader=DataLoader()).run([credential], variables={}, **options)
+
+
+def test_a_credential_key_from_the_escrow_made_there(tmp_path):
+    credential = _credential(tmp_path)
+    (key,) = _lookup_credential(credential)
+    assert len(key) == 52 and open(credential['escrow']).read() == key + '\n'
+    assert _lookup_credential(credential, vault_keys=[{}, {'web1/admin/bob': 'B' * 52}]) == [key]
+
+
+def test_a_credential_key_from_the_vault_the_later_dict_winning_nothing_written(tmp_path):
+    credential = _credential(tmp_path)
+    assert _lookup_credential(credential, vault_keys={'web1/admin/alice': 'A' * 52}) == ['A' * 52]
+    assert _lookup_credential(credential, vault_keys=[{'web1/admin/alice': 'A' * 52},
+                                                      {'web1/admin/alice': 'C' * 52}]) == ['C' * 52]
+    assert not (tmp_path / 'web1').exists()
+
+
+def test_a_credential_to_remove_has_no_key_and_no_file_is_made(tmp_path):
+    assert _lookup_credential(_credential(tmp_path, state='absent'),
+                              vault_keys={'web1/admin/alice': 'A' * 52}) == []
+    assert not (tmp_path / 'web1').exists()
+
+
+@pytest.mark.parametrize('credential, options, said', [
+    ({'state': 'present', 'escrow': '/e/k'}, {}, 'a credential must be an entry of the onion_clients filter'),
+    ({'id': 'w/s/c', 'state': 'gone', 'escrow': '/e/k'}, {}, 'a credential must be'),
+    ({'id': 'w/s/c', 'state': 'present'}, {}, 'w/s/c: the credential has no escrow file'),
+    ({'id': 'w/s/c', 'state': 'present', 'escrow': '/e/k'}, {'vault_keys': ['AAAA']}, 'vault_keys must be a dict'),
+])
+def test_a_wrong_credential_or_vault_is_refused_naming_no_key(credential, options, said):
+    with pytest.raises(AnsibleError, match=said) as info:
+        _lookup_credential(credential, **options)
+    assert 'AAAA' not in str(info.value)

@@ -17,7 +17,11 @@ from ansible_collections.onionlab.tor.plugins.plugin_utils import prometheus_set
 ROLE = pathlib.Path(__file__).resolve().parents[4] / "roles" / "prometheus"
 DEFAULTS = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
 MAPPING = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())["_prometheus_settings"]
-GOOD = dict((k, DEFAULTS[k]) for k in MAPPING)
+ROLE_VARS = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())
+GOOD = dict((k, DEFAULTS[k] if k in DEFAULTS else ROLE_VARS[k]) for k in MAPPING)
+GOOD.update(prometheus_config_file="/etc/prometheus/prometheus.yml",
+            prometheus_rules_file="/etc/prometheus/onionlab_tor_rules.yml",
+            prometheus_alertmanager_config_file="/etc/prometheus/alertmanager.yml")
 WEBHOOK = dict(GOOD, prometheus_alertmanager_receiver="webhook",
                prometheus_alertmanager_webhook_url="https://hooks.example.org/alert")
 EMAIL = dict(GOOD, prometheus_alertmanager_receiver="email", prometheus_alertmanager_email_to="ops@example.org",
@@ -26,7 +30,9 @@ EMAIL = dict(GOOD, prometheus_alertmanager_receiver="email", prometheus_alertman
 
 
 def test_the_role_passes_each_variable_the_check_reads_as_itself():
-    read = set(ps.DURATIONS) | set(ps.LISTENERS) | set(ps.OWN_FLAGS) | set(ps.BOOLEANS) | {
+    read = set(ps.DURATIONS) | set(ps.LISTENERS) | set(ps.OWN_FLAGS) | set(ps.BOOLEANS) | set(ps.WHOLE_NUMBERS)
+    read |= set(ps.FILES) | {
+        "prometheus_alertmanager_targets",
         "prometheus_alertmanager_receiver", "prometheus_alertmanager_webhook_url", "prometheus_alertmanager_email_to",
         "prometheus_alertmanager_email_from", "prometheus_alertmanager_email_smarthost",
         "prometheus_alertmanager_email_auth_username", "prometheus_alertmanager_email_auth_password"}
@@ -65,6 +71,15 @@ def test_good_settings_pass_unchanged(good):
     ({"prometheus_alertmanager_receiver": "webhook"}, "the receiver webhook needs prometheus_alertmanager_webhook_url"),
     ({"prometheus_alertmanager_receiver": "webhook", "prometheus_alertmanager_webhook_url": "ftp://x"},
      'webhook_url, an http:// or https:// URL; got "ftp://x"'),
+    ({"prometheus_manage_service": "perhaps"}, "prometheus_manage_service must be true or false"),
+    ({"prometheus_alert_certificate_expiry_days": "two weeks"},
+     'prometheus_alert_certificate_expiry_days must be a whole number of 0 or more, got "two weeks"'),
+    ({"prometheus_alert_watchdog_stale_seconds": -1}, "prometheus_alert_watchdog_stale_seconds must be a whole number"),
+    ({"prometheus_alert_watchdog_stale_seconds": True}, "prometheus_alert_watchdog_stale_seconds must be a whole number"),
+    ({"prometheus_rules_file": ""}, 'prometheus_rules_file must be a path, got ""'),
+    ({"prometheus_alertmanager_targets": "127.0.0.1:9093"}, "prometheus_alertmanager_targets must be null .* or a list"),
+    ({"prometheus_alertmanager_targets": ["127.0.0.1"]}, "prometheus_alertmanager_targets must be null"),
+    ({"prometheus_alertmanager_targets": ["127.0.0.1:9093\n- x"]}, "prometheus_alertmanager_targets must be null"),
 ])
 def test_a_wrong_variable_is_named(changes, said):
     with pytest.raises(ps.SettingsError, match=said):
@@ -99,3 +114,54 @@ def test_alertmanager_config_webhook_and_email():
         "to": "ops@example.org", "from": "prometheus@example.org", "smarthost": "mail.example.org:587",
         "require_tls": True, "send_resolved": True, "auth_username": "prometheus", "auth_password": "pw"}]}
     assert "auth_password" not in ps.alertmanager_config(EMAIL)["receivers"][0]["email_configs"][0]
+
+
+def test_the_plan_by_default():
+    """What the role writes from its defaults: no Alertmanager (no receiver), the flags on loopback, one directory."""
+    assert ps.plan(dict(GOOD)) == {
+        "alertmanager_targets": [],
+        "prometheus_args": "--config.file=/etc/prometheus/prometheus.yml --web.listen-address=127.0.0.1:9090",
+        "alertmanager_args": "--config.file=/etc/prometheus/alertmanager.yml --web.listen-address=127.0.0.1:9093 "
+                             "--cluster.listen-address=",
+        "config_dirs": ["/etc/prometheus"],
+        "alertmanager_config_group": "prometheus",
+        "certificate_expiry_seconds": 14 * 86400,
+        "watchdog_stale_seconds": 1200}
+
+
+@pytest.mark.parametrize("changes, targets", [
+    ({}, ["127.0.0.1:9093"]),                                                   # this host's, with a receiver
+    ({"prometheus_alertmanager_listen_address": "[::1]:19093"}, ["[::1]:19093"]),
+    ({"prometheus_alertmanager_targets": []}, []),                               # given: as it is
+    ({"prometheus_alertmanager_targets": ["10.0.0.5:9093", "am.example.org:9093"]},
+     ["10.0.0.5:9093", "am.example.org:9093"]),
+])
+def test_where_prometheus_sends_alerts(changes, targets):
+    assert ps.plan(dict(WEBHOOK, **changes))["alertmanager_targets"] == targets
+
+
+def test_alertmanager_targets_given_without_a_receiver_are_kept():
+    """An Alertmanager run some other way (prometheus_alertmanager_receiver none, the targets given)."""
+    assert ps.plan(dict(GOOD, prometheus_alertmanager_targets=["10.0.0.5:9093"]))["alertmanager_targets"] == [
+        "10.0.0.5:9093"]
+
+
+def test_the_plan_of_other_values():
+    got = ps.plan(dict(EMAIL, prometheus_manage_service="no", prometheus_rules_file="/srv/rules/r.yml",
+                       prometheus_alertmanager_config_file="/etc/alertmanager/alertmanager.yml",
+                       prometheus_alert_certificate_expiry_days="30", prometheus_alert_watchdog_stale_seconds=600,
+                       prometheus_extra_args=["--web.enable-lifecycle"],
+                       prometheus_alertmanager_extra_args=["--web.external-url=https://am.example.org/"]))
+    assert got["config_dirs"] == ["/srv/rules", "/etc/prometheus", "/etc/alertmanager"]
+    assert got["alertmanager_config_group"] is None
+    assert got["prometheus_args"].endswith(" --web.enable-lifecycle")
+    assert got["alertmanager_args"] == ("--config.file=/etc/alertmanager/alertmanager.yml "
+                                        "--web.listen-address=127.0.0.1:9093 --cluster.listen-address= "
+                                        "--web.external-url=https://am.example.org/")
+    assert (got["certificate_expiry_seconds"], got["watchdog_stale_seconds"]) == (30 * 86400, 600)
+
+
+def test_the_plan_holds_no_secret():
+    got = ps.plan(dict(EMAIL, prometheus_alertmanager_email_auth_username="prometheus",
+                       prometheus_alertmanager_email_auth_password="s3cret-not-in-the-plan"))
+    assert "s3cret" not in repr(got)

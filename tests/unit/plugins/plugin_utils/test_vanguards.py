@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, onionlab.tor contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""plugin_utils/vanguards.py: the onion_vanguards role's variables checked in Python, and the role's task that uses
-it (rendered by Ansible's templar with the role's defaults)."""
+"""plugin_utils/vanguards.py: the onion_vanguards role's variables checked in Python, what its templates write from
+them (plan), and the role's task that uses it."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ from ansible_collections.onionlab.tor.plugins.plugin_utils import vanguards
 ROLE = pathlib.Path(__file__).resolve().parents[4] / "roles" / "onion_vanguards"
 DEFAULTS = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
 GOOD = dict((k[len("onion_vanguards_"):], v) for k, v in DEFAULTS.items())
+# the role's own paths (vars/main.yml) as the default instance has them
+PATHS = {"state_dir": "/var/lib/onionlab-vanguards/default", "config_file": "/etc/onionlab-vanguards/default.conf"}
 
 
 def test_the_defaults_pass_unchanged():
@@ -75,10 +77,63 @@ def test_the_role_checks_with_this_filter():
     tasks = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())
     found = [t for t in tasks if t.get("name") == "Check the role's variables"]
     assert len(found) == 1
-    assert "onionlab.tor.vanguards_settings" in found[0]["ansible.builtin.set_fact"]["_onion_vanguards_checked"]
+    assert "onionlab.tor.vanguards_settings" in found[0]["ansible.builtin.set_fact"]["_onion_vanguards_plan"]
     mapping = found[0]["vars"]["_role_vars"]
     assert set(mapping) == set(GOOD) - {"mode", "install", "install_method", "debian_releases", "venv_packages",
-                                        "pip_environment", "keep_software", "user", "group", "bandguards",
-                                        "rendguard", "close_circuits", "log_level"}
+                                        "pip_environment", "keep_software", "user", "group",
+                                        "rendguard", "close_circuits", "log_level"} | {"state_dir", "config_file"}
     for key, expression in mapping.items():
         assert expression == "{{ onion_vanguards_%s }}" % key
+
+
+def test_the_plan_of_the_defaults():
+    assert vanguards.plan(dict(GOOD, **PATHS)) == {
+        "state_directory": "onionlab-vanguards/default",
+        "exec_args": "--config /etc/onionlab-vanguards/default.conf",
+        "control_lines": ["control_socket = /run/tor/control"],
+        "extra_lines": {"Vanguards": [], "Bandguards": [], "Rendguard": []}}
+
+
+@pytest.mark.parametrize("bandguards, args", [
+    (True, "--config /etc/onionlab-vanguards/default.conf"), ("yes", "--config /etc/onionlab-vanguards/default.conf"),
+    (False, "--config /etc/onionlab-vanguards/default.conf --disable_bandguards"),
+    ("no", "--config /etc/onionlab-vanguards/default.conf --disable_bandguards"),
+])
+def test_bandguards_off_is_an_argument_of_the_addon(bandguards, args):
+    assert vanguards.plan(dict(GOOD, bandguards=bandguards, **PATHS))["exec_args"] == args
+
+
+def test_the_control_port_lines():
+    for port in (9051, "9051"):
+        got = vanguards.plan(dict(GOOD, control_socket="", control_port=port, control_ip="::1", **PATHS))
+        assert got["control_lines"] == ["control_ip = ::1", "control_port = 9051", "control_socket ="]
+
+
+def test_the_state_directory_is_below_var_lib():
+    got = vanguards.plan(dict(GOOD, **dict(PATHS, state_dir="/var/lib/onionlab-vanguards/second")))
+    assert got["state_directory"] == "onionlab-vanguards/second"
+
+
+def test_extra_lines_sorted_by_key_per_section_as_jinja_writes_values():
+    extra = {"Vanguards": {"min_layer2_lifetime_hours": 48, "layer1_lifetime_days": 0},
+             "Bandguards": {"circ_max_age_hours": 24.5, "circ_max_disconnected_secs": "30"},
+             "Rendguard": {"rend_use_close_circuits_on_overuse": True}}
+    assert vanguards.plan(dict(GOOD, extra_config=extra, **PATHS))["extra_lines"] == {
+        "Vanguards": ["layer1_lifetime_days = 0", "min_layer2_lifetime_hours = 48"],
+        "Bandguards": ["circ_max_age_hours = 24.5", "circ_max_disconnected_secs = 30"],
+        "Rendguard": ["rend_use_close_circuits_on_overuse = True"]}
+
+
+@pytest.mark.parametrize("changes, said", [
+    ({"bandguards": "maybe"}, "onion_vanguards_bandguards must be true or false"),
+    ({"state_dir": "var/lib/x"}, "onion_vanguards_state_dir must be an absolute path"),
+    ({"config_file": None}, "onion_vanguards_config_file must be an absolute path"),
+])
+def test_a_wrong_plan_input_is_named(changes, said):
+    with pytest.raises(vanguards.SettingsError, match=said):
+        vanguards.plan(dict(GOOD, **dict(PATHS, **changes)))
+
+
+def test_the_plan_needs_the_role_paths():
+    with pytest.raises(vanguards.SettingsError, match="lack onion_vanguards_state_dir, onion_vanguards_config_file"):
+        vanguards.plan(dict(GOOD))
