@@ -52,16 +52,15 @@ _value:
   type: str
 """
 
-import base64
-import binascii
-
 from ansible.errors import AnsibleFilterError
+
+from ansible_collections.onionlab.tor.plugins.plugin_utils import slurp
 
 
 def onion_haproxy_config_owner(content, marker, path, checksum=None, conffiles=None):
     try:
-        text = base64.b64decode(str(content), validate=True).decode("utf-8", "replace")
-    except (binascii.Error, ValueError):
+        text = slurp.text(content)
+    except ValueError:
         raise AnsibleFilterError("onion_haproxy_config_owner: the input must be slurp's base64 content")
     if marker in text.split("\n", 1)[0]:
         return "role"

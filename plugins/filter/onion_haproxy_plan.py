@@ -15,7 +15,9 @@ author:
 description:
   - "Takes O(onionlab.tor.onion_haproxy#role:main:onion_haproxy_services) and returns one entry per service with every
     key filled in (the role-wide defaults for the limits), C(listen_bind) and C(backend_server) as HAProxy takes
-    them, C(listen_socket_dir) (the directory of a unix socket, which must exist; null for a TCP port), C(tor)
+    them, C(listen_socket_dir) (the directory of a unix socket, which must exist; null for a TCP port),
+    C(table_expire) (seconds the stick table keeps a circuit's counters, the rate period and at least 60),
+    C(beyond) (what a client gets beyond a limit, in words), C(tor)
     (what the onion_services entry must have: C(export_circuit_id), the C(max_streams) suggested, C(target) the
     port target that reaches this frontend, and C(has) and C(note), what it has now) and C(summary) (what the role
     prints)."
@@ -49,6 +51,15 @@ options:
     description: Check each service's C(onion_service) entry (above).
     type: bool
     default: true
+  settings:
+    description:
+      - The role's other variables, by their full names, checked before the services (one message naming each wrong
+        one) - C(onion_haproxy_circuit_header) (a header name, 1-64 letters, digits or C(-)),
+        C(onion_haproxy_stats_socket) and C(onion_haproxy_config_file) (absolute paths of letters, digits, C(_), C(.),
+        C(/), C(-)), C(onion_haproxy_table_size) and the timeouts C(onion_haproxy_timeout_connect),
+        C(onion_haproxy_timeout_client), C(onion_haproxy_timeout_server), C(onion_haproxy_timeout_http_request)
+        (whole numbers, at least 1).
+    type: dict
 """
 
 EXAMPLES = r"""
@@ -261,8 +272,7 @@ def _summary(out, tor, target):
     return {
         "listen": out["listen_bind"], "backend": out["backend_server"],
         "per circuit": "%d requests per %ds, %d connections open; beyond: %s" % (
-            out["rate_limit"], out["rate_period"], out["max_connections"],
-            "HTTP 429" if out["limit_action"] == "deny" else "the connection closed"),
+            out["rate_limit"], out["rate_period"], out["max_connections"], out["beyond"]),
         "onion_services options": {"export_circuit_id": "haproxy", "max_streams": tor["max_streams"],
                                    "max_streams_close_circuit": True},
         "onion_services port target": target["port_text"],
@@ -286,8 +296,49 @@ def _entry_name(index, entry, names):
     return name, where
 
 
+_HEADER = re.compile(r"^[A-Za-z0-9-]{1,64}\Z")
+_PATH = re.compile(r"^/[A-Za-z0-9_./-]+\Z")
+SETTINGS_PATHS = ("onion_haproxy_stats_socket", "onion_haproxy_config_file")
+SETTINGS_NUMBERS = ("onion_haproxy_table_size", "onion_haproxy_timeout_connect", "onion_haproxy_timeout_client",
+                    "onion_haproxy_timeout_server", "onion_haproxy_timeout_http_request")
+
+
+def _whole(value):
+    """value as a whole number as the role reads it (an integer or its digits), or None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.isdigit() and len(value) <= 12:
+        return int(value)
+    return None
+
+
+def _check_settings(settings):
+    """The role's other variables checked, every wrong one named in one message."""
+    v = dict(settings or {})
+    problems = []
+    header = v.get("onion_haproxy_circuit_header")
+    if not isinstance(header, str) or not _HEADER.match(header):
+        problems.append("onion_haproxy_circuit_header must be a header name (1-64 letters, digits, -), got %s"
+                        % config_value.shown(header))
+    for name in SETTINGS_PATHS:
+        if not isinstance(v.get(name), str) or not _PATH.match(v[name]):
+            problems.append("%s must be an absolute path of letters, digits, _, ., /, - (no space), got %s"
+                            % (name, config_value.shown(v.get(name))))
+    for name in SETTINGS_NUMBERS:
+        number = _whole(v.get(name))
+        if number is None or number < 1:
+            problems.append("%s must be a whole number, at least 1%s, got %s" % (
+                name, "" if name == "onion_haproxy_table_size" else " (seconds)", config_value.shown(v.get(name))))
+    if problems:
+        _fail("; ".join(problems))
+
+
 def onion_haproxy_plan(services, defaults, onion_services=None, onion_service_defaults=None,
-                       check_onion_services=True):
+                       check_onion_services=True, settings=None):
+    if settings is not None:
+        _check_settings(settings)
     if not isinstance(services, list):
         _fail("onion_haproxy_services must be a list of services, got %s" % type(services).__name__)
     base = _base_limits(defaults)
@@ -298,6 +349,9 @@ def onion_haproxy_plan(services, defaults, onion_services=None, onion_service_de
         if out["onion_service"] is not None and not isinstance(out["onion_service"], str):
             _fail("%s: onion_service must be the name of an onion_services entry" % where)
         out.update(_limits(where, entry, base))
+        # the stick table keeps a circuit's counters for the rate period, and at least a minute
+        out["table_expire"] = max(out["rate_period"], 60)
+        out["beyond"] = "HTTP 429" if out["limit_action"] == "deny" else "the connection closed"
         port, socket = entry.get("listen_port"), entry.get("listen_socket")
         if (port is None) == (socket is None):
             _fail("%s: give one of listen_port (HAProxy on 127.0.0.1:PORT) and listen_socket (a unix socket)" % where)

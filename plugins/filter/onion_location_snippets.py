@@ -90,8 +90,6 @@ _value:
   type: dict
 """
 
-import base64
-import binascii
 import os
 import posixpath
 import re
@@ -106,6 +104,7 @@ from ansible.module_utils.common.yaml import yaml_load
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.plugin_utils.onion_services import NAME_RE   # a service's name
+from ansible_collections.onionlab.tor.plugins.plugin_utils import slurp
 
 MARKER = "# onionlab.tor.onion_location:"
 MARKER_RE = re.compile(r"^# onionlab\.tor\.onion_location: service=(\S+) host=(\S+)")
@@ -201,8 +200,8 @@ def _existing(existing):
         if not isinstance(item, dict) or "source" not in item or "content" not in item:
             _fail("existing must be path to content, or the results of slurp over the role's snippets")
         try:
-            out[item["source"]] = base64.b64decode(str(item["content"])).decode("utf-8", "replace")
-        except (binascii.Error, ValueError):
+            out[item["source"]] = slurp.text(item["content"])
+        except ValueError:
             _fail("the slurped snippet %s is not base64" % item["source"])
     return out
 

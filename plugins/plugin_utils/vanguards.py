@@ -27,6 +27,9 @@ _VALUE_BAD_RE = re.compile(r"[\r\n\[\]]")
 _PREFIX = "onion_vanguards_"
 # systemd's StateDirectory= is relative to this
 _STATE_ROOT = "/var/lib/"
+METHODS = ("auto", "debian", "pip")
+# Debian's package's command; else the virtualenv's bin/vanguards
+_DEBIAN_BINARY = "/usr/bin/vanguards"
 
 
 class SettingsError(ValueError):
@@ -113,9 +116,26 @@ def check(role_vars):
             wrong.append("%sextra_config must name sections among %s, each a mapping of keys of lower-case letters, "
                          "digits and _ other than the role's own (%s) to one-line values; refused: %s"
                          % (_PREFIX, ", ".join(EXTRA_SECTIONS), ", ".join(OWN_KEYS), ", ".join(refused)))
+    if "install_method" in v and v["install_method"] not in METHODS:
+        refuse("install_method", "one of %s" % ", ".join(METHODS), v["install_method"])
+    if "debian_releases" in v and (not isinstance(v["debian_releases"], list)
+                                   or not all(isinstance(r, str) for r in v["debian_releases"])):
+        refuse("debian_releases", "a list of release names", v["debian_releases"])
+    if "install" in v and role_bool(v["install"]) is None:
+        refuse("install", "true or false", v["install"])
     if wrong:
         raise SettingsError("; ".join(wrong))
     return role_vars
+
+
+def _installed(v):
+    """How the addon is installed (install_method, auto: Debian's package on the releases of debian_releases, else
+    PyPI in the virtualenv) and its command: method, install (method, or None when the role installs nothing), binary."""
+    method = v["install_method"]
+    if method == "auto":
+        method = "debian" if (v.get("release") or "") in v["debian_releases"] else "pip"
+    return {"method": method, "install": method if role_bool(v["install"]) else None,
+            "binary": _DEBIAN_BINARY if method == "debian" else v["venv"] + "/bin/vanguards"}
 
 
 def _control_lines(v):
@@ -131,7 +151,8 @@ def plan(role_vars):
     check() does; with state_dir, config_file and bandguards): state_directory (StateDirectory=, state_dir below
     /var/lib/), exec_args (the addon's arguments: its configuration file, --disable_bandguards without bandguards),
     control_lines ([Global]'s lines of tor's control port or socket) and extra_lines (section to its
-    'key = value' lines of extra_config, sorted by key; every section of EXTRA_SECTIONS, [] when it adds none)."""
+    'key = value' lines of extra_config, sorted by key; every section of EXTRA_SECTIONS, [] when it adds none); with
+    install, install_method, debian_releases and release (the host's) also method, install and binary (_installed)."""
     check(role_vars)
     missing = [_PREFIX + name for name in ("state_dir", "config_file", "bandguards") if name not in role_vars]
     if missing:
@@ -139,7 +160,8 @@ def plan(role_vars):
     v = role_vars
     state_dir = v["state_dir"]
     extra = v["extra_config"]
-    return {
+    out = _installed(v) if all(k in v for k in ("install", "install_method", "debian_releases")) else {}
+    out.update({
         "state_directory": state_dir[len(_STATE_ROOT):] if state_dir.startswith(_STATE_ROOT) else state_dir,
         "exec_args": "--config %s%s" % (v["config_file"], "" if role_bool(v["bandguards"]) else " --disable_bandguards"),
         "control_lines": _control_lines(v),
@@ -147,4 +169,5 @@ def plan(role_vars):
                                        for key, value in sorted((extra.get(section) or {}).items(),
                                                                 key=lambda item: item[0].lower())])
                             for section in EXTRA_SECTIONS),
-    }
+    })
+    return out

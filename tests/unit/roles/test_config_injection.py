@@ -160,8 +160,8 @@ def tor_rendered():
 def test_the_role_passes_every_variable_that_torrc_j2_writes():
     """torrc.j2 names no tor_ variable that neither the action's check nor a filter that checks it receives."""
     text = (ROLES / "tor" / "templates" / "torrc.j2").read_text()
-    used = set(re.findall(r"\b(tor_[a-z_]+)\b", text)) - {"tor_metrics_lines", "tor_socks_lines", "tor_option_lines",
-                                                           "tor_control_lines"}
+    filters = {"tor_metrics_lines", "tor_socks_lines", "tor_option_lines", "tor_control_lines"}
+    used = set(re.findall(r"\b(tor_[a-z_]+)\b", text)) - filters
     checked = set(SETUP["torrc_values"]) | {"tor_options", "tor_config_lines"}
     # only an argument of the filter tor_metrics_lines (which checks it)
     safe = {"tor_metrics_port_allow_everyone"}
@@ -270,11 +270,16 @@ HAPROXY_SERVICE = {"name": "web", "listen_port": 8080, "backend": "127.0.0.1:808
 HAPROXY_SOCKET = {"name": "web", "listen_socket": "/run/haproxy/web.sock", "backend": "127.0.0.1:8081"}
 HAPROXY_DEFAULTS = {"rate_limit": 30, "rate_period": 10, "max_connections": 8, "limit_action": "deny"}
 HAPROXY_VARS = dict(role_vars("onion_haproxy"), ansible_managed="Ansible managed",
+                    onion_haproxy_services=[HAPROXY_SERVICE],
                     onion_haproxy_plan=onion_haproxy_plan([HAPROXY_SERVICE], HAPROXY_DEFAULTS,
                                                           check_onion_services=False))
 HAPROXY_TEMPLATE = "roles/onion_haproxy/templates/haproxy.cfg.j2"
+# the plan filter checks the role's own variables too (its settings)
+HAPROXY_PLAN_EXPRESSION = task("onion_haproxy", "The services, checked, with the role's limits filled in")[
+    "ansible.builtin.set_fact"]["onion_haproxy_plan"].strip().strip("{} ")
+VANGUARDS_CHECK = task("onion_vanguards", "Check the role's variables")   # its fact: what the templates write
 VANGUARDS_VARS = dict(role_vars("onion_vanguards"), ansible_managed="Ansible managed",
-                      onion_vanguards_binary="/opt/onionlab-vanguards/bin/vanguards")
+                      **dict(VANGUARDS_CHECK["ansible.builtin.set_fact"], **VANGUARDS_CHECK["vars"]))
 VANGUARDS_CONF = "roles/onion_vanguards/templates/vanguards.conf.j2"
 VANGUARDS_UNIT = "roles/onion_vanguards/templates/vanguards.service.j2"
 ONIONBALANCE_VARS = dict(role_vars("onionbalance"), ansible_managed="Ansible managed", playbook_dir="/srv/play")
@@ -282,20 +287,21 @@ ONIONBALANCE_UNIT = "roles/onionbalance/templates/onionlab.conf.j2"
 WATCHDOG_VARS = dict(role_vars("onion_watchdog"), ansible_managed="Ansible managed")
 WATCHDOG_UNIT = "roles/onion_watchdog/templates/onionlab-watchdog.service.j2"
 WATCHDOG_TIMER = "roles/onion_watchdog/templates/onionlab-watchdog.timer.j2"
-ONIONPROBE_VARS = dict(role_vars("onionprobe"), ansible_managed="Ansible managed", onionprobe_python="/usr/bin/python3",
-                       onionprobe_binary="/usr/bin/onionprobe")
+ONIONPROBE_VARS = dict(role_vars("onionprobe"), ansible_managed="Ansible managed",
+                       onionprobe_settings={"python": "/usr/bin/python3", "binary": "/usr/bin/onionprobe"})
 ONIONPROBE_UNIT = "roles/onionprobe/templates/onionprobe.service.j2"
 SETUPS = {
     "onion_watchdog": (WATCHDOG_VARS, filter_check("onion_watchdog", "Check the role's variables")
                        + assert_that("onion_watchdog", "The role's variables written into the watchdog's unit, one "
                                                        "word each")),
-    "onionprobe": (ONIONPROBE_VARS, assert_that("onionprobe", "Check the role's own variables")
+    "onionprobe": (ONIONPROBE_VARS, ["{{ (_onionprobe_variables | onionlab.tor.onionprobe_settings) is mapping }}"]
                    + assert_that("onionprobe", "The role's variables written into Onionprobe's unit, one word each")),
     "onion_haproxy": (HAPROXY_VARS, assert_that("onion_haproxy", "The role's variables written into HAProxy's "
                                                                  "configuration, one word each")
-                      + assert_that("onion_haproxy", "Check the role's own variables")),
+                      + ["{{ (%s) is sequence }}" % HAPROXY_PLAN_EXPRESSION]),
     "onion_vanguards": (VANGUARDS_VARS, assert_that(
-        "onion_vanguards", "The role's variables written into the addon's configuration and unit, one value each")),
+        "onion_vanguards", "The role's variables written into the addon's configuration and unit, one value each")
+        + filter_check("onion_vanguards", "Check the role's variables")),
     "onionbalance": (ONIONBALANCE_VARS, assert_that("onionbalance", "The role's variables written into "
                                                                     "Onionbalance's command line, one word each",
                                                     "backends.yml")),
@@ -314,16 +320,17 @@ OTHER_VARIABLES = {
     ("onion_haproxy", "onion_haproxy_timeout_client"): (HAPROXY_TEMPLATE, set()),
     ("onion_haproxy", "onion_haproxy_timeout_server"): (HAPROXY_TEMPLATE, set()),
     ("onion_haproxy", "onion_haproxy_timeout_http_request"): (HAPROXY_TEMPLATE, set()),
-    ("onion_vanguards", "onion_vanguards_control_socket"): (VANGUARDS_CONF, INI_WORD),
+    ("onion_vanguards", "onion_vanguards_control_socket"): (None, {"hash in a word"}),  # an absolute path; its line
+    # is the filter vanguards_settings' (control_lines)
     ("onion_vanguards", "onion_vanguards_control_ip"): (None, INI_WORD),  # written with a control port only
     ("onion_vanguards", "onion_vanguards_log_level"): (VANGUARDS_CONF, INI_WORD),  # choices refuse all but 5 words
     ("onion_vanguards", "onion_vanguards_extra_config"): (
         None, {"hash", "hash in a word", "quotes", "quoted whole", "backslash at the end", "blank", "long"}),
-    ("onion_vanguards", "onion_vanguards_instance"): (VANGUARDS_UNIT, SYSTEMD_WORD),  # and its pattern: 1-40 chars
-    ("onion_vanguards", "onion_vanguards_tor_unit"): (VANGUARDS_UNIT, SYSTEMD_WORD),  # and its pattern: a unit name
+    ("onion_vanguards", "onion_vanguards_instance"): (VANGUARDS_UNIT, set()),  # and its pattern: 1-40 chars
+    ("onion_vanguards", "onion_vanguards_tor_unit"): (VANGUARDS_UNIT, set()),  # and its pattern: a unit name
     ("onion_vanguards", "onion_vanguards_user"): (VANGUARDS_UNIT, SYSTEMD_WORD),
     ("onion_vanguards", "onion_vanguards_group"): (VANGUARDS_UNIT, SYSTEMD_WORD),
-    ("onion_vanguards", "onion_vanguards_venv"): (None, SYSTEMD_WORD),  # the unit's ExecStart, as the binary's dir
+    ("onion_vanguards", "onion_vanguards_venv"): (None, {"hash in a word"}),  # ExecStart's binary's dir; begins with /
     ("onionbalance", "onionbalance_binary"): (ONIONBALANCE_UNIT, SYSTEMD_WORD),
     ("onionbalance", "onionbalance_config_file"): (ONIONBALANCE_UNIT, SYSTEMD_WORD),
     ("onionbalance", "onionbalance_config_dir"): (ONIONBALANCE_UNIT, SYSTEMD_WORD),

@@ -70,8 +70,8 @@ def launch(tmp_path, address, script):
 def test_the_unit_runs_onionprobe_through_the_launcher_on_loopback():
     variables = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
     variables.update(yaml.safe_load((ROLE / "vars" / "main.yml").read_text()))
-    variables.update(ansible_managed="Ansible managed", onionprobe_binary="/opt/onionprobe/bin/onionprobe",
-                     onionprobe_python="/opt/onionprobe/bin/python3")
+    variables.update(ansible_managed="Ansible managed", onionprobe_settings={
+        "binary": "/opt/onionprobe/bin/onionprobe", "python": "/opt/onionprobe/bin/python3"})
     text = render([{"template": "roles/onionprobe/templates/onionprobe.service.j2", "vars": variables}])[0]["text"]
     exec_start = [line for line in text.splitlines() if line.startswith("ExecStart=")]
     assert exec_start == ["ExecStart=/opt/onionprobe/bin/python3 /usr/local/lib/onionlab-onionprobe/onionprobe-bind.py "
@@ -112,12 +112,12 @@ def test_usage(tmp_path):
 
 
 def role_checks():
+    """The role's checks of its variables: the filter onionprobe_settings' (as the role calls it) and the unit's words."""
     tasks = yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())
-    out = []
-    for name in ("Check the role's own variables", "The role's variables written into Onionprobe's unit, one word each"):
-        that = [t for t in tasks if t.get("name") == name][0]["ansible.builtin.assert"]["that"]
-        out += [that] if isinstance(that, str) else that
-    return out
+    name = "The role's variables written into Onionprobe's unit, one word each"
+    that = [t for t in tasks if t.get("name") == name][0]["ansible.builtin.assert"]["that"]
+    return ["(_onionprobe_variables | onionlab.tor.onionprobe_settings) is mapping"] + (
+        [that] if isinstance(that, str) else that)
 
 
 ADDRESSES = [
@@ -133,7 +133,7 @@ def checked():
     checks, jobs = role_checks(), []
     for address, _ in ADDRESSES:
         variables = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
-        variables["onionprobe_launcher"] = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())["onionprobe_launcher"]
+        variables.update(yaml.safe_load((ROLE / "vars" / "main.yml").read_text()))
         variables["onionprobe_exporter_listen_address"] = address
         jobs += [{"data": "{{ %s }}" % c, "vars": variables} for c in checks]
     got = iter(render(jobs))

@@ -114,3 +114,31 @@ def test_who_wrote_the_configuration_file():
     assert owner('global\n', lines=[]) == 'edited'
     with pytest.raises(AnsibleFilterError, match="slurp's base64 content"):
         onion_haproxy_config_owner('not base64!', marker='M', path='/p')
+
+
+SETTINGS = {"onion_haproxy_circuit_header": "X-Onion-CircuitID", "onion_haproxy_stats_socket": "/run/haproxy/admin.sock",
+            "onion_haproxy_config_file": "/etc/haproxy/haproxy.cfg", "onion_haproxy_table_size": "100000",
+            "onion_haproxy_timeout_connect": 5, "onion_haproxy_timeout_client": "30",
+            "onion_haproxy_timeout_server": 30, "onion_haproxy_timeout_http_request": 10}
+
+
+@pytest.mark.parametrize("period, expire", [(1, 60), (10, 60), (60, 60), (61, 61), (3600, 3600)])
+def test_the_stick_table_keeps_a_circuit_for_the_period_and_at_least_a_minute(period, expire):
+    svc = {'name': 'web', 'listen_port': 8090, 'backend': '127.0.0.1:8080', 'rate_period': period}
+    assert onion_haproxy_plan([svc], DEFAULTS, check_onion_services=False)[0]["table_expire"] == expire
+
+
+def test_the_role_settings_checked_every_wrong_one_named():
+    settings = dict(SETTINGS, onion_haproxy_table_size=100000)
+    assert onion_haproxy_plan([], DEFAULTS, settings=settings) == []
+    bad = dict(SETTINGS, onion_haproxy_circuit_header="X-Id\r\nX-Evil: 1", onion_haproxy_stats_socket="admin.sock",
+               onion_haproxy_table_size=100000, onion_haproxy_timeout_client="0", onion_haproxy_timeout_server=True)
+    with pytest.raises(AnsibleFilterError) as e:
+        onion_haproxy_plan([], DEFAULTS, settings=bad)
+    msg = str(e.value)
+    assert msg.startswith("onion_haproxy: onion_haproxy_circuit_header must be a header name (1-64 letters, digits, "
+                          '-), got "X-Id\\r\\nX-Evil: 1"'), msg
+    for name in ("onion_haproxy_stats_socket must be an absolute path", "onion_haproxy_timeout_client must be a whole",
+                 "onion_haproxy_timeout_server must be a whole"):
+        assert name in msg, msg
+    assert "onion_haproxy_config_file" not in msg and "onion_haproxy_table_size" not in msg

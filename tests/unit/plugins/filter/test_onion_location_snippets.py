@@ -121,3 +121,12 @@ def test_what_the_role_passes_as_ansible_gives_it(tmp_path):
         snippets([{"service": "web"}], summary_file=str(summary), host="web1", snippet_dir=DIR)
     with pytest.raises(AnsibleFilterError, match="existing must be path to content, or the results of slurp"):
         snippets([], host="web1", snippet_dir=DIR, existing=["x"])
+
+
+def test_slurp_text_is_strict_base64():
+    from ansible_collections.onionlab.tor.plugins.plugin_utils import slurp
+    assert slurp.text("aGFwcHkK") == "happy\n"
+    assert slurp.text("/w==") == "\ufffd"
+    for bad in ("aGFwcHkK!", "not base64", "a"):
+        with pytest.raises(ValueError):
+            slurp.text(bad)

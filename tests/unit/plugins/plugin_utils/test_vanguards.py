@@ -79,15 +79,17 @@ def test_the_role_checks_with_this_filter():
     assert len(found) == 1
     assert "onionlab.tor.vanguards_settings" in found[0]["ansible.builtin.set_fact"]["_onion_vanguards_plan"]
     mapping = found[0]["vars"]["_role_vars"]
-    assert set(mapping) == set(GOOD) - {"mode", "install", "install_method", "debian_releases", "venv_packages",
-                                        "pip_environment", "keep_software", "user", "group",
-                                        "rendguard", "close_circuits", "log_level"} | {"state_dir", "config_file"}
+    assert set(mapping) == set(GOOD) - {"mode", "venv_packages", "pip_environment", "keep_software", "user", "group",
+                                        "rendguard", "close_circuits", "log_level"} | {"state_dir", "config_file",
+                                                                                       "release"}
     for key, expression in mapping.items():
-        assert expression == "{{ onion_vanguards_%s }}" % key
+        assert expression == ("{{ ansible_facts.distribution_release | default('') }}" if key == "release"
+                              else "{{ onion_vanguards_%s }}" % key)
 
 
 def test_the_plan_of_the_defaults():
     assert vanguards.plan(dict(GOOD, **PATHS)) == {
+        "method": "pip", "install": "pip", "binary": "/opt/onionlab-vanguards/bin/vanguards",
         "state_directory": "onionlab-vanguards/default",
         "exec_args": "--config /etc/onionlab-vanguards/default.conf",
         "control_lines": ["control_socket = /run/tor/control"],
@@ -137,3 +139,27 @@ def test_a_wrong_plan_input_is_named(changes, said):
 def test_the_plan_needs_the_role_paths():
     with pytest.raises(vanguards.SettingsError, match="lack onion_vanguards_state_dir, onion_vanguards_config_file"):
         vanguards.plan(dict(GOOD))
+
+
+@pytest.mark.parametrize("changes, method, install, binary", [
+    ({"install_method": "auto", "release": "sid"}, "debian", "debian", "/usr/bin/vanguards"),
+    ({"install_method": "auto", "release": "bookworm"}, "debian", "debian", "/usr/bin/vanguards"),
+    ({"install_method": "auto", "release": "noble"}, "pip", "pip", "/opt/onionlab-vanguards/bin/vanguards"),
+    ({"install_method": "pip", "release": "sid"}, "pip", "pip", "/opt/onionlab-vanguards/bin/vanguards"),
+    ({"install_method": "debian", "install": False}, "debian", None, "/usr/bin/vanguards"),
+    ({"install_method": "auto", "install": "no", "venv": "/srv/v"}, "pip", None, "/srv/v/bin/vanguards"),
+])
+def test_the_way_the_addon_is_installed_on_a_release(changes, method, install, binary):
+    got = vanguards.plan(dict(GOOD, **dict(PATHS, **changes)))
+    assert (got["method"], got["install"], got["binary"]) == (method, install, binary)
+
+
+@pytest.mark.parametrize("changes, said", [
+    ({"install_method": "docker"}, "onion_vanguards_install_method must be one of auto, debian, pip (got docker)"),
+    ({"debian_releases": "sid"}, "onion_vanguards_debian_releases must be a list of release names (got sid)"),
+    ({"install": "maybe"}, "onion_vanguards_install must be true or false (got maybe)"),
+])
+def test_a_wrong_install_variable_is_named(changes, said):
+    with pytest.raises(vanguards.SettingsError) as e:
+        vanguards.plan(dict(GOOD, **dict(PATHS, **changes)))
+    assert said in str(e.value)
