@@ -16,7 +16,8 @@ also when tests fail):
   ``http_backend.token``; ``http_backend.port``.
 
 Helpers: ``socks5_http_get(socks_port, host, port, path)`` (SOCKS5 with the
-host name sent to tor, RFC 1928 ATYP 3) and ``ansible_adhoc(...)``. A test that
+host name sent to tor, RFC 1928 ATYP 3; its two halves ``socks5_connect`` and
+``http_exchange(sock, host, path)``) and ``ansible_adhoc(...)``. A test that
 reaches an onion service does it with ``harness.reach.Reach``: it waits for tor's
 own events before it fetches, and says what both sides saw when it fails.
 
@@ -224,10 +225,9 @@ def socks5_connect(socks_port, host, port, timeout=30.0, socks_host='127.0.0.1',
         raise
 
 
-def socks5_http_get(socks_port, host, port=80, path='/', timeout=30.0, username=None, opened=None):
-    """(status, body) of an HTTP/1.0 GET through the proxy (username: a SOCKS isolation of its own; opened: as
-    socks5_connect's)."""
-    sock = socks5_connect(socks_port, host, port, timeout, username=username, opened=opened)
+def http_exchange(sock, host, path='/'):
+    """(status, body text) of an HTTP/1.0 GET of path on a connected socket (e.g. socks5_connect's), read to the
+    end of the answer; the socket is closed afterwards. Not an HTTP answer: a SocksError (an OSError) saying so."""
     with sock:
         sock.sendall(('GET %s HTTP/1.0\r\nHost: %s\r\nConnection: close\r\n\r\n' % (path, host)).encode())
         data = b''
@@ -241,6 +241,12 @@ def socks5_http_get(socks_port, host, port=80, path='/', timeout=30.0, username=
     if not m:
         raise SocksError('no HTTP reply: %r' % head[:100])
     return int(m.group(1)), body.decode('utf-8', 'replace')
+
+
+def socks5_http_get(socks_port, host, port=80, path='/', timeout=30.0, username=None, opened=None):
+    """(status, body) of an HTTP/1.0 GET through the proxy (username: a SOCKS isolation of its own; opened: as
+    socks5_connect's)."""
+    return http_exchange(socks5_connect(socks_port, host, port, timeout, username=username, opened=opened), host, path)
 
 
 # The service's tor gives a rendezvous up (src/feature/hs/hs_circuit.c): its client, which got the introduction's

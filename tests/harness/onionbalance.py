@@ -246,42 +246,13 @@ def isolated_get(socks_port, address, timeout=20.0, tag=None):
     """(status, body) of GET / on address through the client's SocksPort, with
     a SOCKS5 username/password of its own (IsolateSOCKSAuth, tor's default):
     a fresh circuit and rendezvous each time, so the client picks an
-    introduction point of the frontend descriptor anew."""
-    import socket
-    import struct
+    introduction point of the frontend descriptor anew. Failures: OSError
+    (harness.fixtures.SocksError)."""
     import uuid
-    user = (tag or uuid.uuid4().hex[:16]).encode()
-    sock = socket.create_connection(('127.0.0.1', socks_port), timeout=timeout)
-    with sock:
-        sock.sendall(b'\x05\x01\x02')
-        if sock.recv(2) != b'\x05\x02':
-            raise OSError('SOCKS proxy refused username/password')
-        sock.sendall(b'\x01' + bytes([len(user)]) + user + b'\x01x')
-        if sock.recv(2) != b'\x01\x00':
-            raise OSError('SOCKS authentication refused')
-        name = address.encode('ascii')
-        sock.sendall(b'\x05\x01\x00\x03' + bytes([len(name)]) + name + struct.pack('>H', 80))
-        head = b''
-        while len(head) < 10:
-            chunk = sock.recv(10 - len(head))
-            if not chunk:
-                raise OSError('SOCKS proxy closed the connection')
-            head += chunk
-        if head[1] != 0:
-            raise OSError('SOCKS connect failed (0x%02x)' % head[1])
-        sock.sendall(('GET / HTTP/1.0\r\nHost: %s\r\n\r\n' % address).encode())
-        data = b''
-        while True:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    head, _, body = data.partition(b'\r\n\r\n')
-    try:
-        status = int(head.split()[1])
-    except (IndexError, ValueError):
-        raise OSError('not an HTTP answer: %r' % data[:80])
-    return status, body.decode('utf-8', 'replace').strip()
+    from .fixtures import http_exchange, socks5_connect
+    sock = socks5_connect(socks_port, address, 80, timeout, username=tag or uuid.uuid4().hex[:16])
+    status, body = http_exchange(sock, address)
+    return status, body.strip()
 
 
 def forget_descriptors(net):

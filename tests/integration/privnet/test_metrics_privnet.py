@@ -14,8 +14,6 @@ by harness.prometheus, stopped by PID) watching two tors of the private network,
 import json
 import os
 import signal
-import socket
-import struct
 import sys
 import time
 import uuid
@@ -25,6 +23,7 @@ import pytest
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import metrics
 from harness import prometheus as prom
 from harness.ansible_run import run_playbook
+from harness.fixtures import http_exchange, socks5_connect
 from harness.reach import Reach
 from harness.ports import free_ports
 from harness.tor_instance import TorInstance
@@ -77,29 +76,13 @@ def isolated_fetch(socks_port, address, deadline=FETCH_DEADLINE):
     (IsolateSOCKSAuth, its default) builds a new rendezvous circuit for it, so the service's circuit counters
     rise by one per call. Retries until deadline."""
     t0 = time.monotonic()
-    user = uuid.uuid4().hex.encode()
+    user = uuid.uuid4().hex
     while True:
         try:
-            with socket.create_connection(('127.0.0.1', socks_port), timeout=15) as sock:
-                sock.sendall(b'\x05\x01\x02')
-                assert sock.recv(2) == b'\x05\x02'
-                sock.sendall(b'\x01' + bytes([len(user)]) + user + b'\x01x')
-                assert sock.recv(2) == b'\x01\x00'
-                name = address.encode()
-                sock.sendall(b'\x05\x01\x00\x03' + bytes([len(name)]) + name + struct.pack('>H', 80))
-                reply = sock.recv(10)
-                if reply[1:2] != b'\x00':
-                    raise OSError('SOCKS reply %r' % reply)
-                sock.sendall(b'GET / HTTP/1.0\r\nHost: %s\r\n\r\n' % name)
-                data = b''
-                while True:
-                    chunk = sock.recv(65536)
-                    if not chunk:
-                        break
-                    data += chunk
-                if data.startswith(b'HTTP/1.0 200'):
-                    return time.monotonic() - t0
-                raise OSError('answer %r' % data[:60])
+            status, body = http_exchange(socks5_connect(socks_port, address, 80, timeout=15, username=user), address)
+            if status == 200:
+                return time.monotonic() - t0
+            raise OSError('answer: HTTP %d %r' % (status, body[:60]))
         except OSError as exc:
             if time.monotonic() - t0 > deadline:
                 raise AssertionError('no answer from %s in %.0fs: %s' % (address, deadline, exc))

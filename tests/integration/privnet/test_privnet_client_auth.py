@@ -9,7 +9,6 @@ service's client files leaves the service private for a tor that runs as its own
 import json
 import os
 import pwd
-import re
 import shutil
 import signal
 import stat
@@ -26,7 +25,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import co
 from harness import privnet as pn
 from harness import procs
 from harness.ansible_run import run_playbook
-from harness.fixtures import SocksError, log_since, log_size, socks5_connect, unless_rend_given_up
+from harness.fixtures import SocksError, http_exchange, log_since, log_size, socks5_connect, unless_rend_given_up
 from harness.reach import Reach
 from harness.tap import ControlTap
 
@@ -38,12 +37,6 @@ MODULE = 'onionlab.tor.tor_onion_client_auth'
 
 def _say(msg):
     sys.stderr.write('\n[onionlab] %s\n' % msg)
-
-
-def socks_connect(socks_port, host, username=None, timeout=30.0, opened=None):
-    """A socket connected to host:80 through tor's SOCKS5 port; with username (RFC 1929, any
-    password) tor puts the stream on circuits of its own (IsolateSOCKSAuth, on by default)."""
-    return socks5_connect(socks_port, host, 80, timeout, username=username, opened=opened)
 
 
 # tor answers every SOCKS request within its SocksTimeout (120 s by default): a stream, or a reply code saying why
@@ -77,32 +70,11 @@ def _stream_unless_rend_given_up(socks_port, address, isolation, service):
     """(socket, None), or (None, why): tor's SOCKS answer, or the service's log saying it gave the rendezvous up
     (the request is then closed, which ends its thread)."""
     sock, error, gave_up = unless_rend_given_up(
-        lambda opened: socks_connect(socks_port, address, username=isolation, timeout=TOR_SOCKS_TIMEOUT + 10,
-                                     opened=opened), service.rend_logfile, 'open_stream-' + isolation)
+        lambda opened: socks5_connect(socks_port, address, 80, timeout=TOR_SOCKS_TIMEOUT + 10, username=isolation,
+                                      opened=opened), service.rend_logfile, 'open_stream-' + isolation)
     if gave_up:
         return None, 'the service gave the rendezvous up: %s' % gave_up
     return sock, str(error)
-
-
-def http_request(sock, host):
-    """(status, body) of GET / on a connected socket."""
-    with sock:
-        sock.sendall(('GET / HTTP/1.0\r\nHost: %s\r\n\r\n' % host).encode())
-        data = b''
-        while True:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    head, _sep, body = data.partition(b'\r\n\r\n')
-    match = re.match(br'HTTP/1\.[01] (\d{3})', head)
-    if not match:
-        raise OSError('no HTTP reply')
-    return int(match.group(1)), body.decode('utf-8', 'replace')
-
-
-def http_get(socks_port, host, username=None, timeout=30.0):
-    return http_request(socks_connect(socks_port, host, username, timeout), host)
 
 
 def refusal(socks_port, address, token, username=None, deadline=REFUSAL_DEADLINE):
@@ -111,7 +83,9 @@ def refusal(socks_port, address, token, username=None, deadline=REFUSAL_DEADLINE
     t0 = time.monotonic()
     while True:
         try:
-            status, body = http_get(socks_port, address, username, timeout=max(3.0, deadline - (time.monotonic() - t0)))
+            sock = socks5_connect(socks_port, address, 80, timeout=max(3.0, deadline - (time.monotonic() - t0)),
+                                  username=username)
+            status, body = http_exchange(sock, address)
         except SocksError as exc:     # .code: tor's reply code of a refused connect
             if exc.code == MISSING_CLIENT_AUTH:
                 return exc.code, time.monotonic() - t0
@@ -202,7 +176,7 @@ def test_key_given_and_taken_over_the_control_port(privnet, http_backend, tmp_pa
         assert outcomes['new isolation'][0] == MISSING_CLIENT_AUTH
         assert outcomes['same isolation'][0] == MISSING_CLIENT_AUTH
         # a stream that was open stays open: its rendezvous circuit is not torn down
-        assert http_request(stream, address) == (200, http_backend.token)
+        assert http_exchange(stream, address) == (200, http_backend.token)
     finally:
         reach.close()
         if client is not None:
