@@ -153,7 +153,13 @@ def run_playbook(playbook, tmp_path, extra_env=None, check=False, diff=False, ex
     if extra_vars:
         cmd += ["-e", json.dumps(extra_vars)]
     cmd += list(extra_args)
-    proc = subprocess.run(cmd, cwd=str(work), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+    return run_recorded(cmd, work, env, record, book, timeout)
+
+
+def run_recorded(cmd, cwd, env, record, book, timeout):
+    """Run an ansible-playbook command (its stdin closed) whose onionlab_record callback writes to record: its exit
+    status, output, and the callback's tasks and stats, as a PlaybookRun."""
+    proc = subprocess.run(cmd, cwd=str(cwd), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, universal_newlines=True, timeout=timeout)
     tasks, stats = [], {}
     if record.exists():

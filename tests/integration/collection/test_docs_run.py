@@ -75,7 +75,6 @@ import json
 import os
 import re
 import secrets
-import subprocess
 import threading
 import time
 import traceback
@@ -86,7 +85,6 @@ import yaml
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.onion import generate_client_keypair
 from harness import ansible_run
 from harness import hosts as hb
-from harness.ansible_run import PlaybookRun
 from harness.doc_blocks import doc_blocks, run_order
 from harness.http_backend import HttpBackend
 
@@ -189,13 +187,7 @@ def run_playbook(text, work, name="playbook", check=False, extra_vars=None, extr
         cmd.append("--check")
     if extra_vars:
         cmd += ["-e", json.dumps(extra_vars)]
-    proc = subprocess.run(cmd, cwd=str(book.parent), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, universal_newlines=True, timeout=timeout)
-    tasks, stats = [], {}
-    if record.exists():
-        data = json.loads(record.read_text())
-        tasks, stats = data["tasks"], data["stats"]
-    return PlaybookRun(proc.returncode, proc.stdout, proc.stderr, tasks, stats, str(book))
+    return ansible_run.run_recorded(cmd, book.parent, env, record, book, timeout)
 
 
 class Host(object):
