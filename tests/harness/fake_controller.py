@@ -32,7 +32,6 @@ inside the fake itself is kept in ``errors`` (and answered 551) so that a test c
 """
 
 import base64
-import hashlib
 import os
 import pwd
 import select
@@ -40,6 +39,8 @@ import socket
 import threading
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
+
+from .keys import new_expanded_key
 
 OK = "250 OK"
 TOR_VERSION = "0.4.9.11"
@@ -73,14 +74,6 @@ class _Refused(Exception):
         Exception.__init__(self, message)
         self.code = code
         self.message = message
-
-
-def new_expanded_key(seed=None):
-    """A 64-byte expanded ed25519 secret key as tor makes one (SHA-512 of a seed, clamped)."""
-    raw = bytearray(hashlib.sha512(seed if seed is not None else os.urandom(32)).digest())
-    raw[0] &= 248
-    raw[31] = (raw[31] & 127) | 64
-    return bytes(raw)
 
 
 def write_service_keys(path, expanded=None):

@@ -30,7 +30,6 @@ From the command line: ``tests/harness/frontend_requests.py``.
 
 from __future__ import annotations
 
-import hashlib
 import http.server
 import os
 import re
@@ -44,6 +43,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion as 
 from . import privnet, procs
 from .ports import free_ports
 from .http_backend import HttpBackend
+from .keys import new_expanded_key
 
 ONIONBALANCE = shutil.which('onionbalance') or '/usr/sbin/onionbalance'
 VOTING_INTERVAL = 20  # what onionbalance --is-testnet assumes (chutney's)
@@ -66,14 +66,6 @@ class BalancedPrivNet(privnet.PrivNet):
     def __init__(self, *args, **kwargs):
         kwargs.setdefault('voting_interval', VOTING_INTERVAL)
         super().__init__(*args, **kwargs)
-
-
-def new_expanded_key():
-    digest = bytearray(hashlib.sha512(os.urandom(32)).digest())
-    digest[0] &= 248
-    digest[31] &= 127
-    digest[31] |= 64
-    return bytes(digest)
 
 
 def write_frontend_key(path, expanded=None):

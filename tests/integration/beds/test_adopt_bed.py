@@ -20,7 +20,6 @@ imported from a directory as mkp224o writes it.
 * the restore drill green on that escrow, red on a damaged copy, naming each problem."""
 
 import base64
-import hashlib
 import json
 import os
 import shutil
@@ -35,6 +34,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import co
 from harness.ansible_run import run_playbook
 from harness.fixtures import _say, running_bed, socks5_http_get
 from harness.reach import Reach, bed_tor
+from harness.keys import new_expanded_key
 
 pytestmark = pytest.mark.timeout(1200)
 
@@ -118,11 +118,7 @@ class Prober(threading.Thread):
 
 def _vanity_dir(path):
     """A directory as mkp224o writes it: hs_ed25519_secret_key, hs_ed25519_public_key, hostname."""
-    digest = bytearray(hashlib.sha512(os.urandom(32)).digest())   # an ed25519 seed expanded, as tor does
-    digest[0] &= 248
-    digest[31] &= 127
-    digest[31] |= 64
-    expanded = bytes(digest)
+    expanded = new_expanded_key()   # an ed25519 seed expanded, as tor does
     public = onion.ed25519_public_from_expanded(expanded)
     address = onion.onion_address(public) + ".onion"
     path.mkdir(mode=0o700)

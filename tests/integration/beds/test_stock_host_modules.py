@@ -163,7 +163,7 @@ def test_check_diff_shows_the_include_and_the_address_of_a_given_key(stockbed, t
     """issue 14.10: on Debian's stock torrc, --check --diff shows the %include line a real run appends,
     and returns the onion_address of a key given (from a backup) instead of null; nothing changes."""
     from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
-    from harness.fake_controller import new_expanded_key
+    from harness.keys import new_expanded_key
     bed, h = stockbed, stockbed.hosts[0]
     blob = onion.key_blob(new_expanded_key(b"onionlab stock check mode"))
     before = host_state(bed, h)

@@ -66,9 +66,7 @@ A block left marked skip has a reason no host here could run it (``NO_HOST_HERE`
 table (guide, block, check, run, rerun changed, seconds) is printed at the end.
 """
 
-import base64
 import concurrent.futures
-import hashlib
 import http.server
 import ipaddress
 import json
@@ -82,11 +80,13 @@ import traceback
 import pytest
 import yaml
 
+from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.onion import generate_client_keypair
 from harness import ansible_run
 from harness import hosts as hb
 from harness.doc_blocks import doc_blocks, run_order
 from harness.http_backend import HttpBackend
+from harness.keys import new_expanded_key
 
 OPERATOR = "onionlab-operator"
 SERVER_GROUPS = ("web", "onion_servers", "onion_hosts")       # web1 (web2, web3)
@@ -103,11 +103,7 @@ pytestmark = pytest.mark.timeout(1800)
 
 def _ed25519_v3_key():
     """A key blob tor's ADD_ONION takes: an expanded ed25519 secret key (clamped SHA-512 of a seed)."""
-    h = bytearray(hashlib.sha512(os.urandom(32)).digest())
-    h[0] &= 248
-    h[31] &= 127
-    h[31] |= 64
-    return "ED25519-V3:" + base64.b64encode(bytes(h)).decode("ascii")
+    return onion.key_blob(new_expanded_key())
 
 
 # Values the guides leave to the reader ("store it in a vault"): given as extra vars to every run.

@@ -17,7 +17,6 @@
 """
 
 import base64
-import hashlib
 import os
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
@@ -26,6 +25,7 @@ from harness.ansible_run import run_playbook
 from harness.fake_tor import FakeTor
 from harness.tap import ControlTap
 from harness.tor_instance import TorInstance
+from harness.keys import new_expanded_key
 
 HS = "onionlab.tor.tor_hidden_service"
 INFO = "onionlab.tor.tor_hidden_service_info"
@@ -43,10 +43,7 @@ SENT_KEYWORDS = {b"PROTOCOLINFO", b"AUTHENTICATE", b"AUTHCHALLENGE", b"GETINFO",
 
 
 def key_blob(seed):
-    raw = bytearray(hashlib.sha512(seed).digest())
-    raw[0] &= 248
-    raw[31] = (raw[31] & 127) | 64
-    return onion.key_blob(bytes(raw))
+    return onion.key_blob(new_expanded_key(seed))
 
 
 def injected(value, index):

@@ -17,7 +17,6 @@ and 200 ephemeral ones.
 """
 
 import base64
-import hashlib
 import json
 import os
 import stat
@@ -27,6 +26,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor import probe_cli
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from harness.ansible_run import run_playbook
 from harness.tor_instance import TorInstance
+from harness.keys import new_expanded_key
 
 HS = "onionlab.tor.tor_hidden_service"
 INFO = "onionlab.tor.tor_hidden_service_info"
@@ -62,10 +62,7 @@ def everything(run, tmp_path):
 
 
 def test_no_secret_in_any_output(tmp_path):
-    raw = bytearray(hashlib.sha512(b"a supplied key").digest())
-    raw[0] &= 248
-    raw[31] = (raw[31] & 127) | 64
-    blob = onion.key_blob(bytes(raw))
+    blob = onion.key_blob(new_expanded_key(b"a supplied key"))
     with TorInstance(tmp_path / "tor", password=PASSWORD, extra=NO_GEOIP) as tor:
         conn = {"control_port": tor.control_port, "control_password": PASSWORD,
                 "config_file": str(tmp_path / "torrc.d" / "onionlab.conf")}

@@ -6,7 +6,6 @@ tor_hidden_service_info reports of them, run by real ansible-playbook against a 
 client's decrypted descriptor carries the PoW parameters) is the private network's
 (test_privnet_dos.py); a tor too old is the fake controller's (a real 0.4.7 is not installed)."""
 
-import hashlib
 import json
 import os
 import subprocess
@@ -23,6 +22,7 @@ from harness.ansible_run import run_playbook
 from harness.fake_controller import FakeController
 from harness.ports import free_port
 from harness.tor_instance import TorInstance
+from harness.keys import new_expanded_key
 
 HS = "onionlab.tor.tor_hidden_service"
 INFO = "onionlab.tor.tor_hidden_service_info"
@@ -52,10 +52,7 @@ def live_conf(tor):
 
 
 def key_blob(seed):
-    raw = bytearray(hashlib.sha512(seed).digest())
-    raw[0] &= 248
-    raw[31] = (raw[31] & 127) | 64
-    return onion.key_blob(bytes(raw))
+    return onion.key_blob(new_expanded_key(seed))
 
 
 def test_create_check_diff_idempotent_change_off(tor, tmp_path):

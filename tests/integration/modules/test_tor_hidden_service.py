@@ -14,7 +14,8 @@ import pytest
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from harness.ansible_run import run_playbook
-from harness.fake_controller import FakeController, new_expanded_key
+from harness.fake_controller import FakeController
+from harness.keys import new_expanded_key
 
 HS = "onionlab.tor.tor_hidden_service"
 INFO = "onionlab.tor.tor_hidden_service_info"
@@ -304,11 +305,7 @@ def test_unsafe_existing_directory_reported_not_changed(tor, tmp_path):
 
 
 def test_persistent_private_key_installed_never_overwritten(tor, tmp_path):
-    h = bytearray(hashlib.sha512(os.urandom(32)).digest())
-    h[0] &= 248
-    h[31] &= 127
-    h[31] |= 64
-    blob = onion.key_blob(bytes(h))
+    blob = onion.key_blob(new_expanded_key())
     address = onion.service_id_of_key(blob) + ".onion"
     path = web(tmp_path)
     task = hs_task(tor, tmp_path, path=path, ports=[{"port": 80}], private_key=blob)

@@ -10,7 +10,7 @@ import stat
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from harness.ansible_run import run_playbook
-from harness.fake_controller import new_expanded_key
+from harness.keys import new_expanded_key
 
 HS = "onionlab.tor.tor_hidden_service"
 INFO = "onionlab.tor.tor_hidden_service_info"

@@ -10,7 +10,6 @@ against tor's own (0xF6) on random keys.
 Fixtures come from harness.fixtures (privnet, http_backend).
 """
 
-import base64
 import os
 import shutil
 import socket
@@ -28,6 +27,7 @@ from harness import privnet as pn
 from harness import procs
 from harness.ansible_run import run_playbook
 from harness.reach import Reach, Watch
+from harness.keys import new_expanded_key
 
 MODULE = "onionlab.tor.tor_onion_probe"
 FETCH_DEADLINE = float(os.environ.get("ONIONLAB_FETCH_DEADLINE", "60"))
@@ -40,10 +40,7 @@ def _say(msg):
 
 def new_key():
     """(key blob for ADD_ONION, its address): a fresh clamped ed25519 expanded key."""
-    raw = bytearray(os.urandom(64))
-    raw[0] &= 248
-    raw[31] = (raw[31] & 127) | 64
-    blob = "ED25519-V3:" + base64.b64encode(bytes(raw)).decode()
+    blob = onion.key_blob(new_expanded_key())
     return blob, onion.service_id_of_key(blob) + ".onion"
 
 

@@ -3,7 +3,6 @@
 """The onion_service role on this machine against a throwaway tor (fast; the multi-host runs
 are the molecule scenarios): vault keys, escrow and restore, prune, check mode, summary."""
 
-import hashlib
 import os
 import shutil
 import stat
@@ -14,14 +13,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_se
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
 from harness.ansible_run import onion_service_play, run_playbook
-
-
-def expanded_key():
-    h = bytearray(hashlib.sha512(os.urandom(32)).digest())
-    h[0] &= 248
-    h[31] &= 127
-    h[31] |= 64
-    return bytes(h)
+from harness.keys import new_expanded_key
 
 
 def play(tor, tmp_path, services, **extra):
@@ -35,7 +27,7 @@ def tor_paths(tor):
 
 def test_vault_key_escrow_restore_prune(tor, tmp_path):
     (tmp_path / "svc").mkdir(mode=0o700)
-    blob = onion.key_blob(expanded_key())
+    blob = onion.key_blob(new_expanded_key())
     vault_address = onion.service_id_of_key(blob) + ".onion"
     services = [{"name": "web", "ports": [{"port": 80, "target_port": 8080}]},
                 {"name": "blog", "ports": [{"port": 80, "target_port": 8081}], "options": {"num_intro_points": 4}}]
@@ -425,7 +417,7 @@ def test_bad_entry_fails_before_anything_is_written(tor, tmp_path):
     before restore.yml writes the escrowed key of a service whose directory the host lost; the message is
     the module's (readable although the task is no_log), with no key in it."""
     (tmp_path / "svc").mkdir(mode=0o700)
-    blob = onion.key_blob(expanded_key())
+    blob = onion.key_blob(new_expanded_key())
     vaulted = {"name": "vaulted2", "ports": [{"port": 80}]}
     run = run_playbook(play(tor, tmp_path, [vaulted, {"name": "noports"}],
                             onion_service_private_keys={"vaulted2": blob}), tmp_path)

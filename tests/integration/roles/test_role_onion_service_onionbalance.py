@@ -10,7 +10,7 @@ import yaml
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from harness.ansible_run import onion_service_play, run_playbook
-from harness.fake_controller import new_expanded_key
+from harness.keys import new_expanded_key
 
 FRONT_SID = onion.onion_address(onion.ed25519_public_from_expanded(new_expanded_key(b"role frontend")))
 

@@ -6,7 +6,6 @@ PoW default, escrowed keys only where a directory holds none (and a key the cont
 run there), the keys sent back."""
 
 import base64
-import hashlib
 import json
 import os
 import stat
@@ -14,14 +13,7 @@ import stat
 from ansible_collections.onionlab.tor.plugins.action.onion_service_deploy import combine, redacted
 from ansible_collections.onionlab.tor.plugins.module_utils import _onion_service_deploy as deploy
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion, seal
-
-
-def _expanded():
-    h = bytearray(hashlib.sha512(os.urandom(32)).digest())
-    h[0] &= 248
-    h[31] &= 127
-    h[31] |= 64
-    return bytes(h)
+from harness.keys import new_expanded_key
 
 
 def test_denied_walks_up_to_the_nearest_existing_parent(tmp_path):
@@ -72,8 +64,8 @@ def test_escrowed_key_only_where_a_directory_holds_none(tmp_path):
     empty, holding = tmp_path / "empty", tmp_path / "holding"
     empty.mkdir()
     holding.mkdir()
-    (holding / deploy.KEY_FILE).write_bytes(onion.SECRET_HEADER + _expanded())
-    key = _expanded()
+    (holding / deploy.KEY_FILE).write_bytes(onion.SECRET_HEADER + new_expanded_key())
+    key = new_expanded_key()
     blob = onion.key_blob(key)
     out = deploy.restorable({str(empty): blob, str(holding): blob, str(tmp_path / "vault"): blob},
                             {str(tmp_path / "vault"): b"x"})
@@ -86,9 +78,9 @@ def test_a_key_the_controller_refused_stops_the_run_only_where_it_would_be_resto
     import pytest
     empty, holding = tmp_path / "web", tmp_path / "holding"
     holding.mkdir()
-    (holding / deploy.KEY_FILE).write_bytes(onion.SECRET_HEADER + _expanded())
+    (holding / deploy.KEY_FILE).write_bytes(onion.SECRET_HEADER + new_expanded_key())
     why = "/escrow/web1/web/hs_ed25519_secret_key gives b.onion, not the service's escrowed address a.onion"
-    good = onion.key_blob(_expanded())
+    good = onion.key_blob(new_expanded_key())
     vault = {str(tmp_path / "vault"): b"x"}
     assert deploy.restorable({str(tmp_path / "ok"): good}, vault, {str(holding): why, str(tmp_path / "vault"): why}
                              ) == {str(tmp_path / "ok"): onion.parse_key_blob(good)}
@@ -102,7 +94,7 @@ def test_keys_sent_back_only_when_the_escrow_lacks_or_differs(tmp_path):
     same, other, none = tmp_path / "same", tmp_path / "other", tmp_path / "none"
     for d in (same, other, none):
         d.mkdir()
-    data = onion.SECRET_HEADER + _expanded()
+    data = onion.SECRET_HEADER + new_expanded_key()
     (same / deploy.KEY_FILE).write_bytes(data)
     (other / deploy.KEY_FILE).write_bytes(data)
     sums = {str(same): deploy.file_sum(data), str(other): "0" * 64}
@@ -117,7 +109,7 @@ def test_keys_sent_back_only_when_the_escrow_lacks_or_differs(tmp_path):
 def test_action_helpers_merge_like_combine_and_redact_keys():
     assert combine({"pow": {"enabled": True}, "max_streams": 3}, {"pow": {"queue_rate": 4}}, {"max_streams": 5}) == \
         {"pow": {"enabled": True, "queue_rate": 4}, "max_streams": 5}
-    blob = onion.key_blob(_expanded())
+    blob = onion.key_blob(new_expanded_key())
     client = onion.generate_client_keypair()[0]
     text = redacted("refused %s and %s" % (blob, client))
     assert blob.split(":")[1] not in text and client not in text and "<redacted>" in text

@@ -20,7 +20,7 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_manager as sm
 from ansible_collections.onionlab.tor.plugins.modules import tor_hidden_service as module
 from ansible_collections.onionlab.tor.plugins.modules import tor_hidden_service_info as info_module
-from harness.fake_controller import new_expanded_key
+from harness.keys import new_expanded_key
 
 WEB_PORTS = [{"port": 80, "target_port": 8080}]
 KEY = new_expanded_key(b"onionlab unit test key")

@@ -8,7 +8,8 @@ import os
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.modules import tor_hidden_service as hs_module
 from ansible_collections.onionlab.tor.plugins.modules import tor_hidden_service_info as module
-from harness.fake_controller import new_expanded_key, write_service_keys
+from harness.fake_controller import write_service_keys
+from harness.keys import new_expanded_key
 
 KEY = new_expanded_key(b"info module test key")
 KEY_BLOB = onion.key_blob(KEY)

@@ -4,7 +4,6 @@
 refusal before anything is written, vanity keys verified (issue 40, 2). The whole adoption over ssh on a bed host:
 tests/integration/beds/test_adopt_bed.py."""
 
-import hashlib
 import os
 
 import pytest
@@ -12,6 +11,7 @@ import pytest
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import hidden_service as hs
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.plugin_utils import adopt
+from harness.keys import new_expanded_key
 
 CLIENT = onion.generate_client_keypair()[1]
 
@@ -65,11 +65,7 @@ def test_unreadable_clients_refused():
 
 
 def _vanity(tmp_path):
-    digest = bytearray(hashlib.sha512(os.urandom(32)).digest())
-    digest[0] &= 248
-    digest[31] &= 127
-    digest[31] |= 64
-    expanded = bytes(digest)
+    expanded = new_expanded_key()
     public = onion.ed25519_public_from_expanded(expanded)
     files = {"hs_ed25519_secret_key": onion.SECRET_HEADER + expanded, "hs_ed25519_public_key": onion.PUBLIC_HEADER + public,
              "hostname": (onion.onion_address(public) + ".onion\n").encode()}

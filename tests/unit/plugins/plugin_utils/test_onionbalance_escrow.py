@@ -14,6 +14,7 @@ from ansible.parsing.vault import VaultLib, VaultSecret
 from ansible_collections.onionlab.tor.plugins.action import onionbalance_escrow as action
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.plugin_utils import escrow as esc
+from harness.keys import new_expanded_key
 
 
 def _vault(password=b"correct horse"):
@@ -21,13 +22,7 @@ def _vault(password=b"correct horse"):
 
 
 def _key():
-    import hashlib
-    import os
-    digest = bytearray(hashlib.sha512(os.urandom(32)).digest())
-    digest[0] &= 248
-    digest[31] &= 127
-    digest[31] |= 64
-    return onion.SECRET_HEADER + bytes(digest)
+    return onion.SECRET_HEADER + new_expanded_key()
 
 
 def _action(check_mode=False):

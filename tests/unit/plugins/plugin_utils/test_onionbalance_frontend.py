@@ -9,7 +9,6 @@ tests/integration/privnet/test_privnet_onionbalance.py."""
 
 import base64
 import grp
-import hashlib
 import json
 import os
 import pwd
@@ -21,20 +20,12 @@ import pytest
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.plugin_utils import escrow as esc
 from ansible_collections.onionlab.tor.plugins.plugin_utils import onionbalance_frontend as fe
+from harness.keys import new_expanded_key
 
 REPO = Path(__file__).resolve().parents[4]
 SCRIPT = (REPO / "roles" / "onionbalance" / "files" / "frontend_key.py").read_text()
 PYTHON = "/usr/bin/python3"
 NO_ESCROW = {"changed": False, "exists": False, "content": None, "sealed": None, "address": None, "problem": None}
-
-
-def _expanded():
-    """A 64-byte expanded ed25519 key, made as frontend_key.py makes one."""
-    seed = bytearray(hashlib.sha512(os.urandom(32)).digest())
-    seed[0] &= 248
-    seed[31] &= 127
-    seed[31] |= 64
-    return bytes(seed)
 
 
 def _address(expanded):
@@ -179,7 +170,7 @@ def _secrets(*expanded):
 
 @pytest.mark.skipif(not _onionbalance_python(), reason="needs /usr/bin/python3 with Onionbalance's libraries")
 def test_with_frontend_key_py_the_keys_go_only_into_stdin(tmp_path):
-    vault, escrowed, other = _expanded(), _expanded(), _expanded()
+    vault, escrowed, other = new_expanded_key(), new_expanded_key(), new_expanded_key()
     key_file = tmp_path / "frontend.key"
     runs = []
     # check mode: the vault's key, the same one escrowed (its address, nothing written)

@@ -3,20 +3,16 @@
 """Keys and addresses: RFC vectors, Stem as an oracle for addresses, tor's file formats."""
 
 import base64
-import hashlib
 import os
 
 import pytest
 
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
+from harness.keys import new_expanded_key
 
 
 def expand(seed):
-    h = bytearray(hashlib.sha512(seed).digest())
-    h[0] &= 248
-    h[31] &= 127
-    h[31] |= 64
-    return bytes(h)
+    return new_expanded_key(seed)
 
 
 @pytest.mark.parametrize("seed, public", [

@@ -29,7 +29,8 @@ from ansible_collections.onionlab.tor.plugins.module_utils._tor import onion
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_manager as sm
 from ansible_collections.onionlab.tor.plugins.module_utils._tor import service_plan as sp
 from ansible_collections.onionlab.tor.plugins.module_utils._tor.client import connect
-from harness.fake_controller import FakeController, new_expanded_key
+from harness.fake_controller import FakeController
+from harness.keys import new_expanded_key
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="files of tor's user (another account) need root")
 
