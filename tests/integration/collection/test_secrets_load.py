@@ -62,7 +62,8 @@ def everything(run, tmp_path):
 
 
 def test_no_secret_in_any_output(tmp_path):
-    blob = onion.key_blob(new_expanded_key(b"a supplied key"))
+    raw = new_expanded_key(b"a supplied key")
+    blob = onion.key_blob(raw)
     with TorInstance(tmp_path / "tor", password=PASSWORD, extra=NO_GEOIP) as tor:
         conn = {"control_port": tor.control_port, "control_password": PASSWORD,
                 "config_file": str(tmp_path / "torrc.d" / "onionlab.conf")}

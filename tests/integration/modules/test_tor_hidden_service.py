@@ -305,7 +305,8 @@ def test_unsafe_existing_directory_reported_not_changed(tor, tmp_path):
 
 
 def test_persistent_private_key_installed_never_overwritten(tor, tmp_path):
-    blob = onion.key_blob(new_expanded_key())
+    h = new_expanded_key()
+    blob = onion.key_blob(h)
     address = onion.service_id_of_key(blob) + ".onion"
     path = web(tmp_path)
     task = hs_task(tor, tmp_path, path=path, ports=[{"port": 80}], private_key=blob)
